@@ -1,0 +1,52 @@
+/**
+ * Helpers for GraphQL clients. This module imports nothing from the server
+ * side, so browsers and mobile bundles can use it alone:
+ * `import { getRetryAfter } from 'graphql-token-bucket/client'`.
+ */
+
+/** `extensions.code` of an operation denied by a token bucket. */
+export const RATE_LIMITED = 'RATE_LIMITED';
+/** `extensions.code` when the limiter's store failed and `onStoreError` is `'deny'`. */
+export const RATE_LIMITER_UNAVAILABLE = 'RATE_LIMITER_UNAVAILABLE';
+
+interface ErrorLike {
+  extensions?: unknown;
+}
+
+function errorsOf(value: unknown, depth = 0): unknown[] {
+  if (value === null || typeof value !== 'object' || depth > 4) return [];
+  const candidate = value as Record<string, unknown>;
+  const found: unknown[] = [];
+  // A GraphQL response body, or an error object carrying one.
+  if (Array.isArray(candidate.errors)) found.push(...candidate.errors);
+  if (Array.isArray(candidate.graphQLErrors)) found.push(...candidate.graphQLErrors);
+  if ('extensions' in candidate) found.push(candidate);
+  for (const nested of ['result', 'response', 'body', 'cause']) {
+    const inner = candidate[nested];
+    if (inner !== candidate) found.push(...errorsOf(inner, depth + 1));
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) found.push(...errorsOf(item, depth + 1));
+  }
+  return found;
+}
+
+/**
+ * The `retryAfter` seconds of the first `RATE_LIMITED` error in a GraphQL
+ * response (or an array of them, for a batch), a single GraphQL error, or a
+ * client library's error object: a number of seconds, `null` when the
+ * operation can never succeed as it is (split it), and `undefined` when it
+ * was not rate-limited.
+ */
+export function getRetryAfter(resultOrError: unknown): number | null | undefined {
+  for (const error of errorsOf(resultOrError)) {
+    const extensions = (error as ErrorLike | null)?.extensions;
+    if (extensions === null || typeof extensions !== 'object') continue;
+    const { code, retryAfter } = extensions as { code?: unknown; retryAfter?: unknown };
+    if (code !== RATE_LIMITED) continue;
+    if (retryAfter === null) return null;
+    if (typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0) return retryAfter;
+    return undefined;
+  }
+  return undefined;
+}

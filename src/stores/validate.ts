@@ -1,0 +1,52 @@
+import { TokenBucket } from '../token-bucket.js';
+import type { AcquireRequest, BatchAdmission, BucketKey, DeniedRequest } from './bucket-store.js';
+
+/** Checks a cost before anything is written: a non-negative safe integer. */
+export function assertCost(cost: unknown, bucket: TokenBucket): asserts cost is number {
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+    throw new RangeError(`bucket "${bucket.name}": cost must be a non-negative safe integer, got ${String(cost)}`);
+  }
+}
+
+export function assertBucket(bucket: unknown): asserts bucket is TokenBucket {
+  if (!(bucket instanceof TokenBucket)) {
+    throw new TypeError('expected a TokenBucket');
+  }
+}
+
+/** The identity as a string: `1`, `"1"` and `1n` are the same key. */
+export function keyString(key: BucketKey): string {
+  switch (typeof key) {
+    case 'string':
+      return key;
+    case 'bigint':
+      return key.toString();
+    case 'number':
+      if (!Number.isFinite(key)) throw new RangeError(`a bucket key must be a finite number, got ${String(key)}`);
+      return String(key);
+    default:
+      throw new TypeError(`a bucket key must be a string, number or bigint, got ${typeof key}`);
+  }
+}
+
+export function validateRequests(requests: readonly AcquireRequest[]): void {
+  if (!Array.isArray(requests)) throw new TypeError('acquireAll takes an array of { bucket, key, cost }');
+  for (const r of requests) {
+    assertBucket(r.bucket);
+    keyString(r.key);
+    assertCost(r.cost, r.bucket);
+  }
+}
+
+/** Folds per-request denials into one answer: never if any is never, else the longest wait. */
+export function denial(denied: DeniedRequest[]): BatchAdmission {
+  let retryAfterMs: number | null = 0;
+  for (const d of denied) {
+    if (d.retryAfterMs === null) {
+      retryAfterMs = null;
+      break;
+    }
+    retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
+  }
+  return { allowed: false, retryAfterMs, denied };
+}
