@@ -1,0 +1,23 @@
+export { Rate } from './rate.js';
+export { TokenBucket } from './token-bucket.js';
+export type {
+  AcquireRequest,
+  Admission,
+  BatchAdmission,
+  BucketKey,
+  BucketStore,
+  DeniedRequest,
+} from './stores/bucket-store.js';
+export { RedisStore } from './stores/redis-store.js';
+export type { RedisStoreOptions } from './stores/redis-store.js';
+export { DEFAULT_PREFIX } from './stores/redis-keys.js';
+export { MemoryStore, DEFAULT_SWEEP_INTERVAL_MS } from './stores/memory-store.js';
+export type { MemoryStoreOptions } from './stores/memory-store.js';
+export { tokenBucketDirectiveTypeDefs } from './directive.js';
+export { CostModel, DEFAULT_LIST_SIZE } from './cost/cost-model.js';
+export type { CostModelOptions, TokenBucketAnnotation } from './cost/cost-model.js';
+export { tokenBucketPlugin } from './plugin/token-bucket-plugin.js';
+export type { BucketReport } from './plugin/token-bucket-plugin.js';
+export { DEFAULT_ON_STORE_ERROR, DEFAULT_STORE_TIMEOUT_MS } from './plugin/options.js';
+export type { TokenBucketPluginOptions } from './plugin/options.js';
+export { getRetryAfter, RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from './client.js';

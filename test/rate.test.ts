@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { Rate } from '../src/rate.js';
+import { TokenBucket } from '../src/token-bucket.js';
+
+describe('Rate', () => {
+  it('keeps tokens and the period in whole microseconds', () => {
+    const rate = new Rate(3, 1000);
+    expect(rate.tokens).toBe(3);
+    expect(rate.periodUs).toBe(1_000_000);
+    expect(rate.periodMs).toBe(1000);
+    expect(new Rate(1, 0.001).periodUs).toBe(1);
+    expect(new Rate(1, 2.5).periodUs).toBe(2500);
+  });
+
+  it('offers per-second, per-minute and per-hour shorthands', () => {
+    expect(Rate.perSecond(10).periodMs).toBe(1000);
+    expect(Rate.perMinute(10).periodMs).toBe(60_000);
+    expect(Rate.perHour(10).periodMs).toBe(3_600_000);
+    expect(Rate.perHour(7).tokens).toBe(7);
+  });
+
+  it('rejects a rate that refills nothing', () => {
+    expect(() => new Rate(0, 1000)).toThrow(new RangeError('a rate must refill at least one token'));
+    for (const tokens of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
+      expect(() => new Rate(tokens, 1000)).toThrow(RangeError);
+    }
+  });
+
+  it('rejects a period that is not a positive number of whole microseconds', () => {
+    for (const period of [0, -5, Number.NaN, Number.POSITIVE_INFINITY, 0.0004]) {
+      expect(() => new Rate(1, period)).toThrow(RangeError);
+    }
+  });
+});
+
+describe('TokenBucket', () => {
+  it('accepts 1-64 characters of [A-Za-z0-9_.-] and a non-negative safe capacity', () => {
+    const bucket = new TokenBucket('api.v2_search-1', 0, Rate.perSecond(1));
+    expect(bucket.name).toBe('api.v2_search-1');
+    expect(bucket.capacity).toBe(0);
+    expect(new TokenBucket('x'.repeat(64), Number.MAX_SAFE_INTEGER, Rate.perSecond(1)).capacity).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('rejects bad names, capacities and rates with a RangeError', () => {
+    for (const name of ['', 'x'.repeat(65), 'a b', 'a:b', 'a{b}', 'é']) {
+      expect(() => new TokenBucket(name, 1, Rate.perSecond(1))).toThrow(RangeError);
+    }
+    for (const capacity of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
+      expect(() => new TokenBucket('b', capacity, Rate.perSecond(1))).toThrow(RangeError);
+    }
+    expect(() => new TokenBucket('b', 1, { tokens: 1, periodUs: 1000 } as Rate)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,301 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Cluster, Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Rate } from '../src/rate.js';
+import type { BucketStore } from '../src/stores/bucket-store.js';
+import { MemoryStore } from '../src/stores/memory-store.js';
+import { RedisStore } from '../src/stores/redis-store.js';
+import { TokenBucket } from '../src/token-bucket.js';
+import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
+
+interface Subject {
+  store: BucketStore;
+  /** The Redis client behind a RedisStore. */
+  redis?: Redis | Cluster;
+}
+
+const clients: (Redis | Cluster)[] = [];
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit().catch(() => undefined)));
+});
+
+function redisSubject(kind: 'redis' | 'cluster'): Subject {
+  let client: Redis | Cluster;
+  if (kind === 'redis') {
+    client = redisClient(inject('redisUrl'));
+  } else {
+    const nodes = inject('redisClusterNodes');
+    if (!nodes) throw new Error('no Redis Cluster was started: install redis-server or set REDIS_CLUSTER_NODES');
+    client = clusterClient(nodes);
+  }
+  clients.push(client);
+  return { store: new RedisStore(client, { prefix: uniquePrefix(kind) }), redis: client };
+}
+
+const subjects: [string, () => Subject][] = [
+  ['MemoryStore', () => ({ store: new MemoryStore() })],
+  ['RedisStore on Redis', () => redisSubject('redis')],
+  ['RedisStore on Redis Cluster', () => redisSubject('cluster')],
+];
+
+/** Every key of a RedisStore, on every master of a Cluster. */
+async function storedKeys(subject: Subject): Promise<string[]> {
+  const { redis, store } = subject;
+  if (!redis || !(store instanceof RedisStore)) return [];
+  const nodes = redis.isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+  const keys: string[] = [];
+  for (const node of nodes) {
+    keys.push(...(await node.keys(`${store.prefix}*`)));
+  }
+  return keys;
+}
+
+describe.each(subjects)('%s', (_name, makeSubject) => {
+  const subject = makeSubject();
+  const { store } = subject;
+
+  it('follows the SPEC example: 20 rapid requests allowed, the 21st told to wait about 3 s', async () => {
+    const bucket = new TokenBucket('search', 20, new Rate(1, 3000));
+    const answers = [];
+    for (let i = 0; i < 21; i++) answers.push(await store.acquire(bucket, 'user-1'));
+    expect(answers.slice(0, 20)).toEqual(Array.from({ length: 20 }, (_, i) => ({ allowed: true, remaining: 19 - i })));
+    const denied = answers[20]!;
+    expect(denied.allowed).toBe(false);
+    if (denied.allowed) return;
+    expect(denied.retryAfterMs).toBeGreaterThan(2500);
+    expect(denied.retryAfterMs).toBeLessThanOrEqual(3000);
+  });
+
+  it('gives a key never seen the whole burst, and keeps keys apart', async () => {
+    const bucket = new TokenBucket('burst', 5, Rate.perHour(1));
+    expect(await store.acquire(bucket, 'a', 5)).toEqual({ allowed: true, remaining: 0 });
+    expect(await store.acquire(bucket, 'b', 5)).toEqual({ allowed: true, remaining: 0 });
+    expect((await store.acquire(bucket, 'a')).allowed).toBe(false);
+  });
+
+  it('admits only cost-0 requests at capacity 0', async () => {
+    const bucket = new TokenBucket('zero', 0, Rate.perSecond(10));
+    expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 0 });
+    expect(await store.acquire(bucket, 'k', 1)).toEqual({ allowed: false, retryAfterMs: null });
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: false, retryAfterMs: null });
+  });
+
+  it('denies a cost above capacity with retryAfterMs null and takes nothing', async () => {
+    const bucket = new TokenBucket('big', 10, Rate.perHour(1));
+    expect(await store.acquire(bucket, 'k', 11)).toEqual({ allowed: false, retryAfterMs: null });
+    expect(await store.acquire(bucket, 'k', 10)).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('takes nothing on a denial', async () => {
+    const bucket = new TokenBucket('deny', 10, Rate.perHour(1));
+    expect(await store.acquire(bucket, 'k', 7)).toEqual({ allowed: true, remaining: 3 });
+    expect((await store.acquire(bucket, 'k', 4)).allowed).toBe(false);
+    expect(await store.acquire(bucket, 'k', 3)).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('rejects a cost that is not a non-negative safe integer with a RangeError, writing nothing', async () => {
+    const bucket = new TokenBucket('bad-cost', 10, Rate.perHour(1));
+    for (const cost of [-1, -0.5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 2 ** 53, '3']) {
+      await expect(store.acquire(bucket, 'k', cost as number)).rejects.toThrow(RangeError);
+      await expect(store.acquireAll([{ bucket, key: 'k', cost: 1 }, { bucket, key: 'k', cost: cost as number }])).rejects.toThrow(
+        RangeError,
+      );
+    }
+    expect(await storedKeys(subject)).not.toContain((store as RedisStore).keyFor?.(bucket, 'k'));
+    expect(await store.acquire(bucket, 'k', 10)).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('refills continuously, by fractions of a token', async () => {
+    const bucket = new TokenBucket('refill', 1, new Rate(1, 200));
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 0 });
+    const first = await store.acquire(bucket, 'k');
+    if (first.allowed) throw new Error('expected a denial right after draining the bucket');
+    expect(first.retryAfterMs).toBeGreaterThan(100);
+    expect(first.retryAfterMs).toBeLessThanOrEqual(200);
+
+    // Half a token later the wait has shrunk by about as long as we waited.
+    const before = performance.now();
+    await sleep(80);
+    const second = await store.acquire(bucket, 'k');
+    const waited = performance.now() - before;
+    if (second.allowed) throw new Error('half a token must not admit a cost of 1');
+    expect(second.retryAfterMs).toBeLessThanOrEqual(first.retryAfterMs! - 75);
+    expect(second.retryAfterMs).toBeGreaterThanOrEqual(first.retryAfterMs! - waited - 10);
+
+    await sleep(second.retryAfterMs! + 5);
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('resets a bucket to full, telling whether it had been used', async () => {
+    const bucket = new TokenBucket('reset', 3, Rate.perHour(1));
+    expect(await store.reset(bucket, 'k')).toBe(false);
+    await store.acquire(bucket, 'k', 3);
+    expect(await store.reset(bucket, 'k')).toBe(true);
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 2 });
+    expect(await store.reset(bucket, 'other')).toBe(false);
+  });
+
+  it('treats 7, "7" and 7n as one identity', async () => {
+    const bucket = new TokenBucket('numeric', 3, Rate.perHour(1));
+    await store.acquire(bucket, 7);
+    await store.acquire(bucket, '7');
+    expect(await store.acquire(bucket, 7n)).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('keeps hostile keys apart', async () => {
+    const bucket = new TokenBucket('hostile', 1, Rate.perHour(1));
+    const hostile = ['{', '}', '{}', '{a}b', 'a}{b', ':', '::', '', ' ', '\n', 'a\nb', '\u0000', '🙂', '🙃', '\uD800', '\uD801',
+      'x'.repeat(10_000), 'x'.repeat(10_001), `${'y'.repeat(9_999)}z`, '#', '#abc', 'tb:{a}', 'a'.repeat(40), 'a'.repeat(41)];
+    for (const key of hostile) {
+      expect(await store.acquire(bucket, key), JSON.stringify(key.slice(0, 20))).toEqual({ allowed: true, remaining: 0 });
+    }
+    for (const key of hostile) {
+      expect((await store.acquire(bucket, key)).allowed).toBe(false);
+    }
+    if (store instanceof RedisStore) {
+      const keys = (await storedKeys(subject)).filter((k) => k.endsWith('hostile'));
+      expect(keys).toHaveLength(hostile.length);
+      for (const key of keys) expect(key.length).toBeLessThanOrEqual(store.prefix.length + 42 + bucket.name.length);
+    }
+  });
+
+  it('acquires several buckets all or nothing', async () => {
+    const a = new TokenBucket('all-a', 5, Rate.perHour(1));
+    const b = new TokenBucket('all-b', 2, Rate.perHour(1));
+    await store.acquire(b, 'k', 1);
+    const denied = await store.acquireAll([{ bucket: a, key: 'k', cost: 3 }, { bucket: b, key: 'k', cost: 2 }]);
+    expect(denied).toEqual({
+      allowed: false,
+      retryAfterMs: expect.any(Number) as number,
+      denied: [{ index: 1, retryAfterMs: expect.any(Number) as number }],
+    });
+    if (denied.allowed) return;
+    // an hour per token: the one missing token is about an hour away
+    expect(denied.retryAfterMs).toBeGreaterThan(3_590_000);
+    expect(denied.retryAfterMs).toBeLessThanOrEqual(3_600_000);
+    // a kept every token
+    expect(await store.acquireAll([{ bucket: a, key: 'k', cost: 3 }, { bucket: b, key: 'k', cost: 1 }])).toEqual({
+      allowed: true,
+      remaining: [2, 0],
+    });
+    // the same bucket twice in one call counts both
+    expect(await store.acquireAll([{ bucket: a, key: 'k', cost: 2 }, { bucket: a, key: 'k', cost: 1 }])).toMatchObject({
+      allowed: false,
+    });
+    expect(await store.acquire(a, 'k', 2)).toEqual({ allowed: true, remaining: 0 });
+    // one impossible request makes the whole call impossible
+    expect(await store.acquireAll([{ bucket: a, key: 'n', cost: 1 }, { bucket: b, key: 'n', cost: 3 }])).toEqual({
+      allowed: false,
+      retryAfterMs: null,
+      denied: [{ index: 1, retryAfterMs: null }],
+    });
+  });
+
+  it('acquires buckets of different identities all or nothing', async () => {
+    const a = new TokenBucket('ids-a', 5, Rate.perHour(1));
+    const b = new TokenBucket('ids-b', 1, Rate.perHour(1));
+    await store.acquire(b, 'bob');
+    const denied = await store.acquireAll([{ bucket: a, key: 'alice', cost: 5 }, { bucket: b, key: 'bob', cost: 1 }]);
+    expect(denied.allowed).toBe(false);
+    expect(await store.acquire(a, 'alice', 5)).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('answers an empty acquireAll without touching anything', async () => {
+    expect(await store.acquireAll([])).toEqual({ allowed: true, remaining: [] });
+  });
+});
+
+describe.each(subjects.slice(1))('%s in Redis', (_name, makeSubject) => {
+  const subject = makeSubject();
+  const store = subject.store as RedisStore;
+  const redis = subject.redis!;
+
+  it('expires a key when its bucket would be full again (SPEC example: about 60 s)', async () => {
+    const bucket = new TokenBucket('search', 20, new Rate(1, 3000));
+    for (let i = 0; i < 20; i++) await store.acquire(bucket, 'ttl');
+    const ttl = await redis.pttl(store.keyFor(bucket, 'ttl'));
+    expect(ttl).toBeGreaterThan(59_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  it('leaves no key once an idle bucket is full again', async () => {
+    const bucket = new TokenBucket('idle', 2, new Rate(1, 50));
+    await store.acquire(bucket, 'idle', 2);
+    const key = store.keyFor(bucket, 'idle');
+    const ttl = await redis.pttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(101); // expiry is rounded up to the millisecond
+    await sleep(ttl + 20);
+    expect(await redis.exists(key)).toBe(0);
+  });
+
+  it('writes no key for a cost-0 request or a denial', async () => {
+    const bucket = new TokenBucket('nowrite', 1, Rate.perHour(1));
+    await store.acquire(bucket, 'zero', 0);
+    await store.acquire(bucket, 'over', 2);
+    expect(await redis.exists(store.keyFor(bucket, 'zero'))).toBe(0);
+    expect(await redis.exists(store.keyFor(bucket, 'over'))).toBe(0);
+  });
+
+  it('reloads its script after SCRIPT FLUSH', async () => {
+    const bucket = new TokenBucket('flush', 3, Rate.perHour(1));
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 2 });
+    const nodes = redis.isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+    await Promise.all(nodes.map((node) => node.script('FLUSH')));
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 1 });
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('keeps every bucket of one identity in one hash slot', async () => {
+    const names = ['a', 'search', 'login', 'x'.repeat(64)];
+    for (const id of ['user-1', '{weird}', 'z'.repeat(5000)]) {
+      const slots = new Set(
+        await Promise.all(names.map((n) => redis.call('CLUSTER', 'KEYSLOT', store.keyFor(new TokenBucket(n, 1, Rate.perSecond(1)), id)).catch(() => null))),
+      );
+      if (redis.isCluster) expect(slots.size).toBe(1);
+    }
+    const keys = names.map((n) => store.keyFor(new TokenBucket(n, 1, Rate.perSecond(1)), '{weird}'));
+    expect(new Set(keys.map((k) => k.slice(0, k.indexOf('}') + 1))).size).toBe(1);
+  });
+
+  it('validates its inputs inside the script too', async () => {
+    const key = `${store.prefix}{lua}check`;
+    await expect(redis.eval(store['acquireLua'].source, 1, key, 10, 1, 1000, -5)).rejects.toThrow(/cost must be an integer >= 0/);
+    await expect(redis.eval(store['acquireLua'].source, 1, key, 10, 1, 1000, 1.5)).rejects.toThrow(/cost/);
+    await expect(redis.eval(store['acquireLua'].source, 1, key, 10, 0, 1000, 1)).rejects.toThrow(/tokens per period/);
+    expect(await redis.exists(key)).toBe(0);
+  });
+
+  it('rejects a prefix with braces', () => {
+    expect(() => new RedisStore(redis, { prefix: 'a{b}' })).toThrow(RangeError);
+  });
+});
+
+describe('MemoryStore with an injected clock', () => {
+  it('forgets buckets that are full again, so idle keys cost nothing', async () => {
+    let now = 1_000;
+    const store = new MemoryStore({ now: () => now });
+    const bucket = new TokenBucket('mem', 4, new Rate(1, 100));
+    for (let i = 0; i < 100; i++) await store.acquire(bucket, `id-${i}`, 2);
+    expect(store.size).toBe(100);
+    now += 199;
+    expect(store.size).toBe(100);
+    now += 1;
+    expect(store.size).toBe(0);
+    expect(await store.acquire(bucket, 'id-1', 4)).toEqual({ allowed: true, remaining: 0 });
+    expect(await store.reset(bucket, 'id-1')).toBe(true);
+    expect(store.size).toBe(0);
+  });
+
+  it('matches the SPEC to the millisecond', async () => {
+    let now = 0;
+    const store = new MemoryStore({ now: () => now });
+    const bucket = new TokenBucket('spec', 20, new Rate(1, 3000));
+    for (let i = 0; i < 20; i++) await store.acquire(bucket, 'k');
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: false, retryAfterMs: 3000 });
+    now = 1;
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: false, retryAfterMs: 2999 });
+    now = 3000;
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 0 });
+  });
+});
