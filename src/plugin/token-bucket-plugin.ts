@@ -136,10 +136,11 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 }
 
 function rateLimited(bucket: TokenBucket, cost: number, retryAfterMs: number | null): GraphQLError {
+  const tokens = cost === 1 ? '1 token' : `${cost} tokens`;
   const message =
     retryAfterMs === null
-      ? `This operation costs ${cost} tokens of "${bucket.name}", more than its capacity of ${bucket.capacity}: it can never succeed. Split it into smaller operations.`
-      : `Rate limit of "${bucket.name}" exceeded: this operation costs ${cost} tokens. Retry after ${retryAfterMs / 1000} s.`;
+      ? `This operation costs ${tokens} of "${bucket.name}", more than its capacity of ${bucket.capacity}: it can never succeed. Split it into smaller operations.`
+      : `Rate limit of "${bucket.name}" exceeded: this operation costs ${tokens}. Retry after ${retryAfterMs / 1000} s.`;
   return new GraphQLError(message, {
     extensions: {
       code: RATE_LIMITED,
