@@ -1,0 +1,172 @@
+// The reference model of SPEC §1 that the stores are checked against.
+//
+// It is the SPEC's arithmetic evaluated exactly, not a second copy of a
+// store: time is a whole number of microseconds and a bucket's content is
+// kept as `level = tokens × periodUs`, so refilling adds `rate.tokens` per
+// microsecond and every comparison, floor and ceil is done on integers
+// (bigint). Wherever a store rounds a float the wrong way, the model and the
+// store disagree.
+import type { AcquireRequest, Admission, BatchAdmission, BucketKey, DeniedRequest } from '../../src/stores/bucket-store.js';
+import type { TokenBucket } from '../../src/token-bucket.js';
+
+interface Stored {
+  /** tokens × periodUs; may be negative in a model used as an upper bound */
+  level: bigint;
+  /** µs */
+  at: bigint;
+}
+
+/** What `reset` may answer: a bucket full again for less than the store's TTL rounding may still be there. */
+export type ResetAnswer = boolean | 'either';
+
+/** Milliseconds (possibly fractional) to whole microseconds. */
+export function toMicroseconds(ms: number): bigint {
+  return BigInt(Math.round(ms * 1000));
+}
+
+/** `1`, `"1"` and `1n` are one identity, as in the stores. */
+export function pairId(bucket: TokenBucket, key: BucketKey): string {
+  return `${bucket.name}\u0000${String(key)}`;
+}
+
+function periodOf(bucket: TokenBucket): bigint {
+  return BigInt(bucket.rate.periodUs);
+}
+
+function tokensOf(bucket: TokenBucket): bigint {
+  return BigInt(bucket.rate.tokens);
+}
+
+function ceilDiv(a: bigint, b: bigint): bigint {
+  return a >= 0n ? (a + b - 1n) / b : -(-a / b);
+}
+
+function floorDiv(a: bigint, b: bigint): bigint {
+  return a >= 0n ? a / b : -ceilDiv(-a, b);
+}
+
+/**
+ * Every (bucket, key) pair of one store, per SPEC §1:
+ *
+ *     refill = tokens_per_period / period
+ *     tokens = min(capacity, tokens + (now - ts) * refill)
+ *     cost > capacity  → denied, retryAfter null
+ *     tokens >= cost   → tokens -= cost; allowed, remaining = floor(tokens)
+ *     else             → denied, retryAfter = ceil((cost - tokens) / refill) ms
+ *
+ * A denial takes nothing; a pair never seen is full. Times are in ms
+ * (fractions are kept to the microsecond).
+ */
+export class ReferenceBucket {
+  readonly #stored = new Map<string, Stored>();
+
+  clone(): ReferenceBucket {
+    const copy = new ReferenceBucket();
+    for (const [id, stored] of this.#stored) copy.#stored.set(id, { ...stored });
+    return copy;
+  }
+
+  /** The exact content at `nowMs`, as tokens × periodUs. */
+  level(bucket: TokenBucket, key: BucketKey, nowMs: number): bigint {
+    return this.#levelAt(pairId(bucket, key), bucket, toMicroseconds(nowMs));
+  }
+
+  /** Overrides the content at `nowMs` (tokens × periodUs); for bounding a store the model cannot time exactly. */
+  setLevel(bucket: TokenBucket, key: BucketKey, nowMs: number, level: bigint): void {
+    this.#stored.set(pairId(bucket, key), { level, at: toMicroseconds(nowMs) });
+  }
+
+  /** The content at `nowMs` in tokens (for messages). */
+  tokens(bucket: TokenBucket, key: BucketKey, nowMs: number): number {
+    return Number(this.level(bucket, key, nowMs)) / bucket.rate.periodUs;
+  }
+
+  acquire(bucket: TokenBucket, key: BucketKey, cost: number, nowMs: number): Admission {
+    const result = this.acquireAll([{ bucket, key, cost }], nowMs);
+    return result.allowed
+      ? { allowed: true, remaining: result.remaining[0]! }
+      : { allowed: false, retryAfterMs: result.retryAfterMs };
+  }
+
+  /**
+   * All or nothing. Requests are taken in order, so a pair named twice pays
+   * twice; `remaining[i]` is what request i left. A denial lists every request
+   * that was short when its turn came (with its own wait), and its
+   * `retryAfterMs` is how long until the *whole* call could be admitted if
+   * nothing else took tokens: null when it never can (one cost, or the costs
+   * one pair is asked for together, above that bucket's capacity).
+   */
+  acquireAll(requests: readonly AcquireRequest[], nowMs: number): BatchAdmission {
+    const now = toMicroseconds(nowMs);
+    const working = new Map<string, bigint>();
+    const remaining: number[] = [];
+    const denied: DeniedRequest[] = [];
+    requests.forEach(({ bucket, key, cost }, index) => {
+      const id = pairId(bucket, key);
+      const period = periodOf(bucket);
+      const level = working.get(id) ?? this.#levelAt(id, bucket, now);
+      const need = BigInt(cost) * period;
+      if (cost > bucket.capacity) {
+        denied.push({ index, retryAfterMs: null });
+        working.set(id, level);
+      } else if (level >= need) {
+        working.set(id, level - need);
+        remaining.push(Number(floorDiv(level - need, period)));
+      } else {
+        denied.push({ index, retryAfterMs: Number(ceilDiv(need - level, tokensOf(bucket) * 1000n)) });
+        working.set(id, level);
+      }
+    });
+    if (denied.length > 0) {
+      return { allowed: false, retryAfterMs: this.#wholeCallWait(requests, now), denied };
+    }
+    for (const [id, level] of working) this.#stored.set(id, { level, at: now });
+    return { allowed: true, remaining };
+  }
+
+  /**
+   * True when the pair's bucket is not full at `nowMs` (a store must still
+   * hold it), false when it has been full for at least `graceMs` (the store's
+   * expiry, rounded up to whole ms, has passed), else either.
+   */
+  reset(bucket: TokenBucket, key: BucketKey, nowMs: number, graceMs: number): ResetAnswer {
+    const id = pairId(bucket, key);
+    const stored = this.#stored.get(id);
+    this.#stored.delete(id);
+    if (stored === undefined) return false;
+    const full = BigInt(bucket.capacity) * periodOf(bucket);
+    const now = toMicroseconds(nowMs);
+    if (this.#levelAt(id, bucket, now, stored) < full) return true;
+    const fullAt = stored.at + ceilDiv(full - stored.level, tokensOf(bucket));
+    return now >= fullAt + toMicroseconds(graceMs) ? false : 'either';
+  }
+
+  #levelAt(id: string, bucket: TokenBucket, now: bigint, stored = this.#stored.get(id)): bigint {
+    const full = BigInt(bucket.capacity) * periodOf(bucket);
+    if (stored === undefined) return full;
+    const elapsed = now > stored.at ? now - stored.at : 0n;
+    const level = stored.level + elapsed * tokensOf(bucket);
+    return level < full ? level : full;
+  }
+
+  #wholeCallWait(requests: readonly AcquireRequest[], now: bigint): number | null {
+    const totals = new Map<string, { bucket: TokenBucket; key: BucketKey; cost: number }>();
+    for (const { bucket, key, cost } of requests) {
+      if (cost > bucket.capacity) return null;
+      const id = pairId(bucket, key);
+      const total = totals.get(id);
+      if (total) total.cost += cost;
+      else totals.set(id, { bucket, key, cost });
+    }
+    let wait = 0n;
+    for (const [id, { bucket, cost }] of totals) {
+      if (cost > bucket.capacity) return null;
+      const short = BigInt(cost) * periodOf(bucket) - this.#levelAt(id, bucket, now);
+      if (short > 0n) {
+        const ms = ceilDiv(short, tokensOf(bucket) * 1000n);
+        if (ms > wait) wait = ms;
+      }
+    }
+    return Number(wait);
+  }
+}
