@@ -16,65 +16,67 @@ ARGV[4i-3]  capacity    tokens, non-negative integer
 ARGV[4i-2]  tokens      tokens refilled per period, integer >= 1
 ARGV[4i-1]  period      microseconds, integer >= 1
 ARGV[4i]    cost        tokens to take, non-negative integer
+ARGV[4n+1]  'check'     optional: decide, but write nothing
 
 Returns {1, remaining_1, ..., remaining_n} when every request took its
-tokens, else {0, r_1, ..., r_n} where nothing was taken and r_i is -2 when
-request i alone would have been admitted, -1 when it never can be (cost
-above capacity), else the milliseconds until its bucket holds enough.
+tokens (whole tokens left in its bucket), else {0, wait_1, ..., wait_n}
+where nothing was taken and wait_i is -2 when request i was not short,
+-1 when it never can be (the call asks more of its bucket than the
+capacity), else the milliseconds until its bucket holds enough for this
+request and the ones before it in the call.
 --]]
 
 local MAX_SAFE = 9007199254740991
--- Refill time kept below half a microsecond is float noise, not tokens.
+-- Refill time below half a microsecond is float noise, not tokens.
 local SLACK_US = 0.5
 
-local function integer_arg(name, i, value, min)
-  local n = tonumber(value)
-  if n == nil or n ~= n or n < min or n > MAX_SAFE or math.floor(n) ~= n then
-    return nil, 'ERR token bucket request ' .. i .. ': ' .. name
-      .. ' must be an integer >= ' .. min .. ', got ' .. tostring(value)
+local tonumber, floor, ceil = tonumber, math.floor, math.ceil
+
+local n = #KEYS
+local argc = #ARGV
+local write = true
+if argc == 4 * n + 1 and ARGV[argc] == 'check' then
+  write = false
+elseif argc ~= 4 * n then
+  return redis.error_reply('ERR token bucket: expected 4 arguments per key, got ' .. argc .. ' for ' .. n .. ' keys')
+end
+
+local function integer(i, name, value, min)
+  local x = tonumber(value)
+  if x == nil or not (x >= min and x <= MAX_SAFE) or floor(x) ~= x then
+    return nil, 'ERR token bucket request ' .. i .. ': ' .. name .. ' must be an integer >= ' .. min .. ', got ' .. tostring(value)
   end
-  return n
+  return x
 end
 
 -- Integers keep Redis's compact integer encoding; fractions keep all 17 digits.
 local function format_time(us)
-  if math.floor(us) == us then
-    return string.format('%.0f', us)
-  end
+  if floor(us) == us then return string.format('%.0f', us) end
   return string.format('%.17g', us)
 end
 
-local n = #KEYS
-if #ARGV ~= 4 * n then
-  return redis.error_reply('ERR token bucket: expected 4 arguments per key, got '
-    .. #ARGV .. ' for ' .. n .. ' keys')
-end
-
 local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000000 + tonumber(time[2]) -- microseconds
+local now = time[1] * 1000000 + time[2] -- microseconds
 
-local full_at = {}   -- key -> fullAt within this call (a key may appear twice)
-local changed = {}   -- keys to write, in first-seen order
-local remaining = {} -- per request: tokens left, or -2 once the call is denied
-local waits = {}     -- per request: -2 (not short), -1 (never) or milliseconds
-local denied = false
-
+local out = {1}
+local short = {} -- i -> true when request i is short
+local state = {} -- key -> fullAt so far in this call, counting every request before
+local asked = {} -- key -> tokens asked of the bucket so far in this call
 for i = 1, n do
   local key = KEYS[i]
-  local capacity, err = integer_arg('capacity', i, ARGV[4 * i - 3], 0)
+  local base = 4 * i
+  local capacity, tokens, period, cost, err
+  capacity, err = integer(i, 'capacity', ARGV[base - 3], 0)
   if err then return redis.error_reply(err) end
-  local tokens
-  tokens, err = integer_arg('tokens per period', i, ARGV[4 * i - 2], 1)
+  tokens, err = integer(i, 'tokens per period', ARGV[base - 2], 1)
   if err then return redis.error_reply(err) end
-  local period
-  period, err = integer_arg('period', i, ARGV[4 * i - 1], 1)
+  period, err = integer(i, 'period', ARGV[base - 1], 1)
   if err then return redis.error_reply(err) end
-  local cost
-  cost, err = integer_arg('cost', i, ARGV[4 * i], 0)
+  cost, err = integer(i, 'cost', ARGV[base], 0)
   if err then return redis.error_reply(err) end
 
   local interval = period / tokens -- microseconds per token
-  local current = full_at[key]
+  local current = state[key]
   if current == nil then
     local stored = redis.call('GET', key)
     if stored then
@@ -82,43 +84,42 @@ for i = 1, n do
       if current == nil then
         return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a bucket')
       end
+      if current < now then current = now end
     else
       current = now
     end
   end
-  if current < now then current = now end
+  local total = (asked[key] or 0) + cost
+  asked[key] = total
+  local after = current + cost * interval
+  state[key] = after
 
-  waits[i] = -2
-  if cost > capacity then
-    waits[i] = -1
-    denied = true
+  local deficit = after - now
+  local limit = capacity * interval
+  if total > capacity then
+    out[i + 1] = -1
+    short[i] = true
+  elseif deficit <= limit + SLACK_US then
+    out[i + 1] = floor((limit - deficit + SLACK_US) / interval)
   else
-    local after = current + cost * interval
-    local limit = capacity * interval
-    local deficit = after - now
-    if deficit <= limit + SLACK_US then
-      if cost > 0 then
-        if full_at[key] == nil then changed[#changed + 1] = key end
-        full_at[key] = after
-      end
-      local left = math.floor((limit - deficit + SLACK_US) / interval)
-      if left > capacity then left = capacity end
-      remaining[i] = left
-    else
-      waits[i] = math.ceil((deficit - limit) / 1000)
-      denied = true
+    out[i + 1] = ceil((deficit - limit - SLACK_US) / 1000) -- when the slack above admits it
+    short[i] = true
+  end
+end
+
+if next(short) ~= nil then
+  out[1] = 0
+  for i = 1, n do
+    if not short[i] then out[i + 1] = -2 end
+  end
+  return out
+end
+
+if write then
+  for key, at in pairs(state) do
+    if at > now then
+      redis.call('SET', key, format_time(at), 'PXAT', ceil(at / 1000))
     end
   end
 end
-
-if denied then
-  return {0, unpack(waits)}
-end
-
-for _, key in ipairs(changed) do
-  local at = full_at[key]
-  if at > now then
-    redis.call('SET', key, format_time(at), 'PXAT', math.ceil(at / 1000))
-  end
-end
-return {1, unpack(remaining)}
+return out

@@ -5,6 +5,7 @@ import type { GraphQLSchema } from 'graphql';
 import { RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from '../client.js';
 import { CostModel, DEFAULT_LIST_SIZE } from '../cost/cost-model.js';
 import type { AcquireRequest, BatchAdmission } from '../stores/bucket-store.js';
+import { validateRequests } from '../stores/validate.js';
 import { TokenBucket } from '../token-bucket.js';
 import { DEFAULT_ON_STORE_ERROR, DEFAULT_STORE_TIMEOUT_MS } from './options.js';
 import type { TokenBucketPluginOptions } from './options.js';
@@ -83,12 +84,14 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           for (const { bucket, cost } of charges) {
             requests.push({ bucket, key: await identify(requestContext, bucket), cost });
           }
+          // A key identify should not have returned is the user's bug: fail here, not as a store failure.
+          validateRequests(requests);
 
           let result: BatchAdmission;
           try {
             result = await withTimeout(store.acquireAll(requests), storeTimeoutMs);
           } catch (error) {
-            if (error instanceof RangeError || error instanceof TypeError) throw error; // our bug or the user's identify
+            // Any failure of the store, whatever its class (`fetch` rejects with a TypeError), is a store failure.
             if (onStoreError === 'deny') {
               requestContext.logger.warn(`graphql-token-bucket: store failed, denying the operation: ${describe(error)}`);
               throw unavailable();
@@ -161,7 +164,10 @@ function unavailable(): GraphQLError {
 /** Waits for the store at most `ms`; a late answer or failure is swallowed, never left unhandled. */
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
+    // Timers run before the poll phase reads sockets: after an event-loop stall
+    // longer than `ms`, a store reply already waiting would lose to the timer.
+    // setImmediate runs after the poll phase, so that reply wins.
+    const timer = setTimeout(() => setImmediate(() => reject(new StoreTimeoutError(ms))), ms);
     promise.then(
       (value) => {
         clearTimeout(timer);

@@ -12,30 +12,28 @@ import { assertBucket, assertCost, denial, keyString, validateRequests } from '.
 export interface MemoryStoreOptions {
   /** The clock, in milliseconds. Default: `performance.timeOrigin + performance.now()`. For tests. */
   now?: () => number;
-  /** How often idle buckets that are full again are dropped, in ms. Default `DEFAULT_SWEEP_INTERVAL_MS`. */
+  /** How often buckets that are full again are dropped, in ms. Default `DEFAULT_SWEEP_INTERVAL_MS`. */
   sweepIntervalMs?: number;
 }
 
 /** Default interval between sweeps of buckets that are full again. */
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
 
-interface Entry {
-  tokens: number;
-  /** ms */
-  ts: number;
-  /** ms: when the bucket is full again and the entry can go */
-  expiresAt: number;
-}
+/** Refill time below half a microsecond is float noise, not tokens (as in lua/acquire.lua). */
+const SLACK_US = 0.5;
 
 const systemClock = (): number => performance.timeOrigin + performance.now();
 
 /**
- * Token buckets in this process's memory: the same semantics as
- * `RedisStore`, for development and single-instance servers. A bucket that
- * is full again is forgotten, so idle identities cost nothing.
+ * Token buckets in this process's memory: the same semantics and the same
+ * arithmetic as `RedisStore` (lua/acquire.lua), for development and
+ * single-instance servers. A bucket's state is the microsecond at which it
+ * is full again; a bucket that is full again is forgotten, so idle
+ * identities cost nothing.
  */
 export class MemoryStore implements BucketStore {
-  private readonly entries = new Map<string, Entry>();
+  /** (bucket, identity) -> when the bucket is full again, in µs */
+  private readonly fullAt = new Map<string, number>();
   private readonly now: () => number;
   private readonly sweepIntervalMs: number;
   private nextSweep: number;
@@ -46,22 +44,22 @@ export class MemoryStore implements BucketStore {
       throw new TypeError('MemoryStore option "now" must be a function returning milliseconds');
     }
     const sweep = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
-    if (!Number.isFinite(sweep) || sweep <= 0) {
+    if (typeof sweep !== 'number' || !Number.isFinite(sweep) || sweep <= 0) {
       throw new RangeError(`MemoryStore option "sweepIntervalMs" must be a positive number, got ${String(sweep)}`);
     }
     this.now = options.now ?? systemClock;
     this.sweepIntervalMs = sweep;
     this.nextSweep = this.now() + sweep;
     if (options.now === undefined) {
-      this.timer = setInterval(() => this.sweep(this.now()), sweep);
+      this.timer = setInterval(() => this.sweep(this.nowUs()), sweep);
       this.timer.unref();
     }
   }
 
   /** Buckets currently held (those not full again). */
   get size(): number {
-    this.sweep(this.now());
-    return this.entries.size;
+    this.sweep(this.nowUs());
+    return this.fullAt.size;
   }
 
   async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
@@ -75,44 +73,38 @@ export class MemoryStore implements BucketStore {
 
   async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
     validateRequests(requests);
-    const now = this.now();
-    if (now >= this.nextSweep) this.sweep(now);
+    const now = this.nowUs();
+    if (now >= this.nextSweep * 1000) this.sweep(now);
 
-    // Work on copies so a denial leaves every bucket as it was.
-    const working = new Map<string, { bucket: TokenBucket; tokens: number; changed: boolean }>();
+    // The same steps as lua/acquire.lua: every request of the call counts
+    // against its bucket, and only an all-admitted call is written.
+    const state = new Map<string, number>();
+    const asked = new Map<string, number>();
     const remaining: number[] = [];
     const denied: DeniedRequest[] = [];
     requests.forEach(({ bucket, key, cost }, index) => {
       const id = entryKey(bucket, key);
-      let state = working.get(id);
-      if (!state) {
-        state = { bucket, tokens: this.tokensAt(id, bucket, now), changed: false };
-        working.set(id, state);
-      }
-      const refill = bucket.rate.tokens / bucket.rate.periodMs; // tokens per ms
-      if (cost > bucket.capacity) {
+      const current = state.get(id) ?? Math.max(this.fullAt.get(id) ?? now, now);
+      const total = (asked.get(id) ?? 0) + cost;
+      asked.set(id, total);
+      const interval = bucket.rate.periodUs / bucket.rate.tokens;
+      const after = current + cost * interval;
+      state.set(id, after);
+
+      const deficit = after - now;
+      const limit = bucket.capacity * interval;
+      if (total > bucket.capacity) {
         denied.push({ index, retryAfterMs: null });
-      } else if (state.tokens >= cost) {
-        if (cost > 0) {
-          state.tokens -= cost;
-          state.changed = true;
-        }
-        remaining.push(Math.floor(state.tokens));
+      } else if (deficit <= limit + SLACK_US) {
+        remaining.push(Math.floor((limit - deficit + SLACK_US) / interval));
       } else {
-        denied.push({ index, retryAfterMs: Math.ceil((cost - state.tokens) / refill) });
+        denied.push({ index, retryAfterMs: Math.ceil((deficit - limit - SLACK_US) / 1000) });
       }
     });
     if (denied.length > 0) return denial(denied);
 
-    for (const [id, state] of working) {
-      if (!state.changed) continue;
-      const { capacity, rate } = state.bucket;
-      if (state.tokens >= capacity) {
-        this.entries.delete(id);
-      } else {
-        const refill = rate.tokens / rate.periodMs;
-        this.entries.set(id, { tokens: state.tokens, ts: now, expiresAt: now + Math.ceil((capacity - state.tokens) / refill) });
-      }
+    for (const [id, at] of state) {
+      if (at > now) this.fullAt.set(id, at);
     }
     return { allowed: true, remaining };
   }
@@ -120,28 +112,25 @@ export class MemoryStore implements BucketStore {
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
     assertBucket(bucket);
     const id = entryKey(bucket, key);
-    const entry = this.entries.get(id);
-    this.entries.delete(id);
-    return entry !== undefined && entry.expiresAt > this.now();
+    const at = this.fullAt.get(id);
+    this.fullAt.delete(id);
+    return at !== undefined && at > this.nowUs();
   }
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    this.entries.clear();
+    this.fullAt.clear();
   }
 
-  private tokensAt(id: string, bucket: TokenBucket, now: number): number {
-    const entry = this.entries.get(id);
-    if (!entry || entry.expiresAt <= now) return bucket.capacity;
-    const refill = bucket.rate.tokens / bucket.rate.periodMs;
-    return Math.min(bucket.capacity, entry.tokens + Math.max(0, now - entry.ts) * refill);
+  private nowUs(): number {
+    return this.now() * 1000;
   }
 
-  private sweep(now: number): void {
-    this.nextSweep = now + this.sweepIntervalMs;
-    for (const [id, entry] of this.entries) {
-      if (entry.expiresAt <= now) this.entries.delete(id);
+  private sweep(nowUs: number): void {
+    this.nextSweep = nowUs / 1000 + this.sweepIntervalMs;
+    for (const [id, at] of this.fullAt) {
+      if (at <= nowUs) this.fullAt.delete(id);
     }
   }
 }

@@ -79,16 +79,20 @@ export class RedisStore implements BucketStore {
     requests: readonly AcquireRequest[],
     tags: readonly string[],
     indexes: readonly number[],
+    checkOnly = false,
   ): Promise<BatchAdmission> {
     const keys = indexes.map((i) => redisKey(this.prefix, tags[i] ?? '', requests[i]!.bucket));
-    const reply = await this.acquireLua.run(this.client, keys, scriptArgs(requests, indexes));
+    const args = scriptArgs(requests, indexes);
+    if (checkOnly) args.push('check');
+    const reply = await this.acquireLua.run(this.client, keys, args);
     return parseReply(reply, indexes.length);
   }
 
   /**
    * On a Cluster, buckets of different identities can live in different hash
    * slots, which one script cannot reach. Each identity's group is acquired
-   * in turn and, when one is denied, the groups already taken are refunded.
+   * in turn; when one is denied, the groups already taken are refunded and
+   * the rest are only checked, so the denial still names every short request.
    */
   private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<BatchAdmission> {
     const groups = new Map<string, number[]>();
@@ -99,22 +103,24 @@ export class RedisStore implements BucketStore {
     });
     const remaining: number[] = new Array<number>(requests.length).fill(0);
     const taken: number[][] = [];
+    const denied: DeniedRequest[] = [];
     for (const indexes of groups.values()) {
       let result: BatchAdmission;
       try {
-        result = await this.acquireGroup(requests, tags, indexes);
+        result = await this.acquireGroup(requests, tags, indexes, denied.length > 0);
       } catch (error) {
         await this.refund(requests, tags, taken);
         throw error;
       }
       if (!result.allowed) {
-        await this.refund(requests, tags, taken);
-        const denied: DeniedRequest[] = result.denied.map((d) => ({ index: indexes[d.index]!, retryAfterMs: d.retryAfterMs }));
-        return denial(denied);
+        if (denied.length === 0) await this.refund(requests, tags, taken);
+        for (const d of result.denied) denied.push({ index: indexes[d.index]!, retryAfterMs: d.retryAfterMs });
+      } else if (denied.length === 0) {
+        result.remaining.forEach((left, j) => (remaining[indexes[j]!] = left));
+        taken.push(indexes);
       }
-      result.remaining.forEach((left, j) => (remaining[indexes[j]!] = left));
-      taken.push(indexes);
     }
+    if (denied.length > 0) return denial(denied.sort((a, b) => a.index - b.index));
     return { allowed: true, remaining };
   }
 

@@ -134,19 +134,37 @@ export async function waitFor(what: string, timeoutMs: number, probe: () => Prom
   }
 }
 
-/** A store that records every `acquireAll` before passing it on. */
+/** A store that records every `acquireAll` before passing it on, and how each one settled. */
 export class RecordingStore implements BucketStore {
   readonly calls: AcquireRequest[][] = [];
+  /** Parallel to `calls`. */
+  readonly outcomes: ('pending' | 'fulfilled' | 'rejected')[] = [];
 
   constructor(readonly inner: BucketStore) {}
+
+  /** How many `acquireAll` calls have not settled yet. */
+  get pending(): number {
+    return this.outcomes.filter((o) => o === 'pending').length;
+  }
 
   acquire(bucket: TokenBucket, key: BucketKey, cost?: number): Promise<Admission> {
     return cost === undefined ? this.inner.acquire(bucket, key) : this.inner.acquire(bucket, key, cost);
   }
 
   acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
-    this.calls.push([...requests]);
-    return this.inner.acquireAll(requests);
+    const index = this.calls.push([...requests]) - 1;
+    this.outcomes[index] = 'pending';
+    // The caller gets a promise that rejects like the store's, so one it leaves unhandled is still reported.
+    return this.inner.acquireAll(requests).then(
+      (admission) => {
+        this.outcomes[index] = 'fulfilled';
+        return admission;
+      },
+      (error: unknown) => {
+        this.outcomes[index] = 'rejected';
+        throw error;
+      },
+    );
   }
 
   reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {

@@ -91,30 +91,31 @@ export class ReferenceBucket {
   /**
    * All or nothing. Requests are taken in order, so a pair named twice pays
    * twice; `remaining[i]` is what request i left. A denial lists every request
-   * that was short when its turn came (with its own wait), and its
-   * `retryAfterMs` is how long until the *whole* call could be admitted if
-   * nothing else took tokens: null when it never can (one cost, or the costs
-   * one pair is asked for together, above that bucket's capacity).
+   * that was short when its turn came, counting what the requests before it
+   * in the call asked of the same pair (a request after a short one still
+   * waits for both): null when the pair is asked for more than its capacity
+   * in total. Its `retryAfterMs` is how long until the *whole* call could be
+   * admitted if nothing else took tokens, null when it never can.
    */
   acquireAll(requests: readonly AcquireRequest[], nowMs: number): BatchAdmission {
     const now = toMicroseconds(nowMs);
     const working = new Map<string, bigint>();
+    const asked = new Map<string, number>();
     const remaining: number[] = [];
     const denied: DeniedRequest[] = [];
     requests.forEach(({ bucket, key, cost }, index) => {
       const id = pairId(bucket, key);
       const period = periodOf(bucket);
-      const level = working.get(id) ?? this.#levelAt(id, bucket, now);
-      const need = BigInt(cost) * period;
-      if (cost > bucket.capacity) {
+      const level = (working.get(id) ?? this.#levelAt(id, bucket, now)) - BigInt(cost) * period;
+      const total = (asked.get(id) ?? 0) + cost;
+      working.set(id, level);
+      asked.set(id, total);
+      if (total > bucket.capacity) {
         denied.push({ index, retryAfterMs: null });
-        working.set(id, level);
-      } else if (level >= need) {
-        working.set(id, level - need);
-        remaining.push(Number(floorDiv(level - need, period)));
+      } else if (level >= 0n) {
+        remaining.push(Number(floorDiv(level, period)));
       } else {
-        denied.push({ index, retryAfterMs: Number(ceilDiv(need - level, tokensOf(bucket) * 1000n)) });
-        working.set(id, level);
+        denied.push({ index, retryAfterMs: Number(ceilDiv(-level, tokensOf(bucket) * 1000n)) });
       }
     });
     if (denied.length > 0) {

@@ -1,0 +1,76 @@
+// What `npm publish` would ship, and that the built entry points load the
+// way a user's Node loads them. (The SDL file's text is checked against
+// `tokenBucketDirectiveTypeDefs` in directive.test.ts.)
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+let files: string[] = [];
+
+beforeAll(async () => {
+  await run('npm', ['run', 'build'], { cwd: root });
+  // The build just ran; prepack would only run it again.
+  const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
+  const [pack] = JSON.parse(stdout) as { files: { path: string }[] }[];
+  files = pack!.files.map((f) => f.path);
+}, 60_000);
+
+/** Runs an ES module in a fresh Node process and returns what it prints. */
+async function node(cwd: string, source: string): Promise<string> {
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', source], { cwd });
+  return stdout.trim();
+}
+
+describe('the published package', () => {
+  it('ships the built entry points, the Lua script and the directive SDL', () => {
+    for (const file of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/client.js', 'dist/src/client.d.ts', 'lua/acquire.lua', 'schema/token-bucket.graphql', 'package.json']) {
+      expect(files).toContain(file);
+    }
+  });
+
+  it('ships no tests, no TypeScript sources and nothing outside its directories', () => {
+    expect(files.filter((f) => f.startsWith('test/') || f.startsWith('src/') || f.startsWith('dist/test/'))).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((f) => !/^(dist\/src\/|lua\/|schema\/token-bucket\.graphql$|package\.json$|README\.md$|LICENSE)/.test(f))).toEqual([]);
+  });
+
+  it('resolves the package root and ./client through its exports, as a user imports them', async () => {
+    const out = await node(
+      root,
+      `const pkg = await import('graphql-token-bucket');
+       const client = await import('graphql-token-bucket/client');
+       console.log(JSON.stringify({
+         plugin: typeof pkg.tokenBucketPlugin, store: typeof pkg.RedisStore, memory: typeof pkg.MemoryStore,
+         same: pkg.getRetryAfter === client.getRetryAfter,
+         retryAfter: client.getRetryAfter({ errors: [{ message: 'x', extensions: { code: client.RATE_LIMITED, retryAfter: 1.5 } }] }),
+       }));`,
+    );
+    expect(JSON.parse(out)).toEqual({ plugin: 'function', store: 'function', memory: 'function', same: true, retryAfter: 1.5 });
+  });
+
+  it('loads the built client alone, with no other file and no node_modules in reach', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gtb-client-'));
+    try {
+      copyFileSync(join(root, 'dist/src/client.js'), join(dir, 'client.js'));
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
+      const out = await node(
+        dir,
+        `import { getRetryAfter } from './client.js';
+         console.log(JSON.stringify([
+           getRetryAfter({ errors: [{ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: null } }] }),
+           getRetryAfter({ graphQLErrors: [{ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 2 } }] }),
+         ]));`,
+      );
+      expect(JSON.parse(out)).toEqual([null, 2]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
