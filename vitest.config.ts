@@ -12,6 +12,7 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, 'test/reliability/**'],
     // Starts (or finds) Redis and a Redis Cluster once; tests read them with inject().
     globalSetup: ['test/support/global-setup.ts'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     teardownTimeout: 15_000,

@@ -12,6 +12,7 @@ export default defineConfig({
     include: ['test/reliability/**/*.test.ts'],
     exclude: [...configDefaults.exclude],
     globalSetup: ['test/support/global-setup.ts'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,

@@ -23,7 +23,7 @@ export interface ExampleContext extends BaseContext {
 export const buckets = {
   api: new TokenBucket('api', 1000, Rate.perMinute(1000)),
   search: new TokenBucket('search', 20, new Rate(1, 3000)),
-  export: new TokenBucket('export', 5000, Rate.perMinute(5000)),
+  export: new TokenBucket('export', 500, Rate.perMinute(500)),
   login: new TokenBucket('login', 5, Rate.perMinute(5)),
 };
 
