@@ -1,0 +1,600 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Redis } from 'ioredis';
+// The newest rate-limiter-flexible (the one graphql-rate-limit-directive accepts is older).
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible-latest';
+import { Rate } from '../src/rate.js';
+import { RedisStore } from '../src/stores/redis-store.js';
+import { TokenBucket } from '../src/token-bucket.js';
+import type { Benchmark, BenchReport, TargetCheck } from './benchmark.js';
+import { formatTable } from './benchmark.js';
+
+/*
+ * RedisStore.acquire against rate-limiter-flexible's RateLimiterRedis, both on
+ * the same Redis in the same run: throughput, Redis CPU per acquire and bytes
+ * per stored key. The peer is a fixed window of `capacity` points per
+ * `capacity / rate` seconds: the same burst and the same long-run rate.
+ */
+
+export interface StoreBenchOptions {
+  /** Acquires in flight at once, per contender. Default 50. */
+  concurrency: number;
+  /** Distinct identities the throughput and CPU phases cycle through. Default 10,000. */
+  identities: number;
+  /** Seconds of one timed throughput run. Default 1.5. */
+  seconds: number;
+  /** Seconds of untimed warm-up per contender. Default 0.5. */
+  warmupSeconds: number;
+  /**
+   * Throughput rounds, each running ours then theirs. Default 5: many short
+   * interleaved runs share out a busy machine's noise more evenly than a few long ones.
+   */
+  rounds: number;
+  /** Redis CPU rounds, each running ours then theirs. Default 3. */
+  cpuRounds: number;
+  /** Acquires per Redis CPU measurement. Default 20,000. */
+  cpuCalls: number;
+  /** Identities written (one acquire each) for the average bytes per key. Default 10,000. */
+  memoryKeys: number;
+}
+
+export const DEFAULT_STORE_BENCH_OPTIONS: Readonly<StoreBenchOptions> = {
+  concurrency: 50,
+  identities: 10_000,
+  seconds: 1.5,
+  warmupSeconds: 0.5,
+  rounds: 5,
+  cpuRounds: 3,
+  cpuCalls: 20_000,
+  memoryKeys: 10_000,
+};
+
+export const OURS = 'graphql-token-bucket';
+export const THEIRS = 'rate-limiter-flexible';
+
+/** Ten characters, as the issue's "bytes per key" target assumes. */
+export const SAMPLE_IDENTITY = 'user-12345';
+/** Six characters; also the peer's keyPrefix, so both keys name the bucket. */
+export const BUCKET_NAME = 'search';
+
+/** Throughput and CPU: 10,000 µs per token (an integer interval), burst 1000. */
+const loadBucket = (): TokenBucket => new TokenBucket(BUCKET_NAME, 1000, Rate.perSecond(100));
+/**
+ * Memory: also an integer interval, but 36 s per token, so every key outlives
+ * the measurement (at 100/s a key taken once is full again, and gone, in 10 ms).
+ */
+const memoryBucket = (): TokenBucket => new TokenBucket(BUCKET_NAME, 1000, Rate.perHour(100));
+/** 33,333,333.33… µs per token: the stored time is a 17-digit float string. */
+const fractionalBucket = (): TokenBucket => new TokenBucket(BUCKET_NAME, 1000, new Rate(3, 100_000));
+
+export interface ThroughputFigures {
+  /** Acquires per second of each timed run, in run order. */
+  runs: number[];
+  best: number;
+  median: number;
+  /** Share of the timed acquires that were admitted (should be ~1). */
+  admittedShare: number;
+  /** CPU of this Node process (user + sys) per acquire, lowest run: the client's share of the work. */
+  clientUsecPerAcquire: number;
+}
+
+export interface RedisCpuFigures {
+  /** `INFO commandstats` time of the commands the limiter issued, per acquire (lowest round). */
+  usecPerAcquire: number;
+  /** Of usecPerAcquire, the time of the commands run inside the script (the rest is Lua and script setup). */
+  nestedUsecPerAcquire: number;
+  /** Redis process CPU (`INFO cpu`, user + sys) per acquire (lowest round): adds parsing, I/O and expiry. */
+  processUsecPerAcquire: number;
+  /** The commands summed into usecPerAcquire (a script's usec already includes what it runs). */
+  issued: string[];
+  /** Calls per acquire of every command Redis counted, commands run inside scripts included. */
+  callsPerAcquire: Record<string, number>;
+  rounds: CpuSample[];
+}
+
+export interface CpuSample {
+  usecPerAcquire: number;
+  nestedUsecPerAcquire: number;
+  processUsecPerAcquire: number;
+}
+
+export interface KeyMemoryFigures {
+  /** The Redis key of SAMPLE_IDENTITY's bucket. */
+  key: string;
+  /** What the key holds after one acquire. */
+  value: string | null;
+  encoding: string | null;
+  /** `MEMORY USAGE key`: key, value and main-dictionary entry. */
+  memoryUsage: number | null;
+  /**
+   * `used_memory` growth (client buffers excluded) / keys, after one acquire for
+   * each of `keys` identities: adds the expiry entry, hash-table slots and allocator rounding.
+   */
+  averageBytes: number;
+  keys: number;
+}
+
+export interface ContenderFigures {
+  name: string;
+  throughput: ThroughputFigures;
+  redisCpu: RedisCpuFigures;
+  memory: KeyMemoryFigures;
+}
+
+export interface StoreBenchFigures {
+  redisVersion: string;
+  /** Installed versions, since the peer's speed differs a lot between its majors. */
+  versions: { node: string; ioredis: string; rateLimiterFlexible: string };
+  options: StoreBenchOptions;
+  /** How each contender was configured, for the record. */
+  setup: { ours: string; theirs: string; memory: string; fractional: string };
+  ours: ContenderFigures;
+  theirs: ContenderFigures;
+  /** The rate of the fractional-interval case. */
+  fractionalRate: string;
+  /** Our key when the interval per token is fractional (same identity and bucket name). */
+  oursFractional: KeyMemoryFigures;
+  /** ours / theirs: higher is better for throughput, lower for the rest. */
+  ratios: {
+    /** Best run over best run. */
+    throughput: number;
+    /** Median run over median run. */
+    throughputMedian: number;
+    clientCpu: number;
+    redisCpu: number;
+    processCpu: number;
+    memoryUsage: number | null;
+    averageBytes: number;
+  };
+}
+
+/** One limiter under test. `acquire` resolves to admitted or limited and rejects only on errors. */
+interface Contender {
+  readonly name: string;
+  acquire(identity: string): Promise<boolean>;
+  keyFor(identity: string): string;
+}
+
+function ourContender(client: Redis, bucket: TokenBucket): Contender {
+  const store = new RedisStore(client);
+  return {
+    name: OURS,
+    acquire: async (identity) => (await store.acquire(bucket, identity)).allowed,
+    keyFor: (identity) => store.keyFor(bucket, identity),
+  };
+}
+
+/** Same burst, same long-run rate: `capacity` points per `capacity / rate` seconds. */
+function peerDurationSeconds(bucket: TokenBucket): number {
+  const seconds = (bucket.capacity * bucket.rate.periodUs) / bucket.rate.tokens / 1e6;
+  return Math.max(1, Math.round(seconds));
+}
+
+function peerContender(client: Redis, bucket: TokenBucket): Contender {
+  const limiter = new RateLimiterRedis({
+    storeClient: client,
+    useRedisPackage: false,
+    keyPrefix: bucket.name,
+    points: bucket.capacity,
+    duration: peerDurationSeconds(bucket),
+  });
+  return {
+    name: THEIRS,
+    acquire: (identity) =>
+      limiter.consume(identity, 1).then(
+        () => true,
+        (rejection: unknown) => {
+          // It rejects with a RateLimiterRes when limited, an Error when Redis fails.
+          if (rejection instanceof RateLimiterRes) return false;
+          throw rejection;
+        },
+      ),
+    keyFor: (identity) => limiter.getKey(identity),
+  };
+}
+
+function describePeer(bucket: TokenBucket): string {
+  return `RateLimiterRedis { points: ${bucket.capacity}, duration: ${peerDurationSeconds(bucket)} s, keyPrefix: '${bucket.name}', useRedisPackage: false }, consume(key, 1)`;
+}
+
+function describeOurs(bucket: TokenBucket): string {
+  return `RedisStore (prefix 'tb:'), TokenBucket('${bucket.name}', ${bucket.capacity}, ${bucket.rate.toString()}), acquire(bucket, key)`;
+}
+
+function identities(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `user-${String(i).padStart(5, '0')}`);
+}
+
+interface DriveResult {
+  calls: number;
+  admitted: number;
+  seconds: number;
+  /** CPU time of this process, user + sys. */
+  cpuUsec: number;
+}
+
+/** Keeps `concurrency` acquires in flight, cycling through identities, until the time or call budget runs out. */
+async function drive(
+  contender: Contender,
+  ids: readonly string[],
+  concurrency: number,
+  budget: { seconds: number } | { calls: number },
+): Promise<DriveResult> {
+  const cpuStart = process.cpuUsage();
+  const start = performance.now();
+  const deadline = 'seconds' in budget ? start + budget.seconds * 1000 : Infinity;
+  const maxCalls = 'calls' in budget ? budget.calls : Infinity;
+  let started = 0;
+  let admitted = 0;
+  const worker = async (): Promise<void> => {
+    while (started < maxCalls && performance.now() < deadline) {
+      const identity = ids[started % ids.length] ?? '';
+      started++;
+      if (await contender.acquire(identity)) admitted++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - start) / 1000;
+  const cpu = process.cpuUsage(cpuStart);
+  return { calls: started, admitted, seconds, cpuUsec: cpu.user + cpu.system };
+}
+
+function infoField(info: string, field: string): number {
+  const match = new RegExp(`^${field}:([0-9.]+)`, 'm').exec(info);
+  if (!match?.[1]) throw new Error(`INFO has no ${field}`);
+  return Number(match[1]);
+}
+
+interface CommandStat {
+  calls: number;
+  usec: number;
+}
+
+function parseCommandStats(info: string): Map<string, CommandStat> {
+  const stats = new Map<string, CommandStat>();
+  for (const line of info.split(/\r?\n/)) {
+    const match = /^cmdstat_([^:]+):(.*)$/.exec(line);
+    if (!match?.[1] || match[2] === undefined) continue;
+    const fields = new Map(match[2].split(',').map((kv) => kv.split('=') as [string, string]));
+    stats.set(match[1], { calls: Number(fields.get('calls') ?? 0), usec: Number(fields.get('usec') ?? 0) });
+  }
+  return stats;
+}
+
+/**
+ * Commands whose usec already includes the commands they run (on Redis 7 an
+ * EVAL's usec covers its nested SETs, which are also counted on their own).
+ */
+const WRAPPERS = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro', 'exec', 'multi']);
+/** The benchmark's own commands during a CPU measurement. */
+const HOUSEKEEPING = new Set(['config|resetstat', 'info']);
+
+async function flush(admin: Redis): Promise<void> {
+  await admin.flushdb('SYNC');
+}
+
+async function measureRedisCpu(
+  admin: Redis,
+  contender: Contender,
+  ids: readonly string[],
+  options: StoreBenchOptions,
+): Promise<CpuSample & { issued: string[]; callsPerAcquire: Record<string, number> }> {
+  await flush(admin);
+  const cpuBefore = await admin.info('cpu');
+  await admin.call('CONFIG', 'RESETSTAT');
+  const result = await drive(contender, ids, options.concurrency, { calls: options.cpuCalls });
+  const stats = parseCommandStats(await admin.info('commandstats'));
+  const cpuAfter = await admin.info('cpu');
+
+  const seen = [...stats.keys()].filter((name) => !HOUSEKEEPING.has(name)).sort();
+  const wrappers = seen.filter((name) => WRAPPERS.has(name));
+  const issued = wrappers.length > 0 ? wrappers : seen;
+  const usecOf = (names: readonly string[]): number => names.reduce((sum, name) => sum + (stats.get(name)?.usec ?? 0), 0);
+  const nested = wrappers.length > 0 ? seen.filter((name) => !WRAPPERS.has(name)) : [];
+  const cpu = (info: string): number => infoField(info, 'used_cpu_user') + infoField(info, 'used_cpu_sys');
+  const callsPerAcquire: Record<string, number> = {};
+  for (const name of seen) callsPerAcquire[name] = round((stats.get(name)?.calls ?? 0) / result.calls, 3);
+  return {
+    usecPerAcquire: usecOf(issued) / result.calls,
+    nestedUsecPerAcquire: usecOf(nested) / result.calls,
+    processUsecPerAcquire: ((cpu(cpuAfter) - cpu(cpuBefore)) * 1e6) / result.calls,
+    issued,
+    callsPerAcquire,
+  };
+}
+
+async function measureMemory(
+  admin: Redis,
+  contender: Contender,
+  ids: readonly string[],
+  options: StoreBenchOptions,
+): Promise<KeyMemoryFigures> {
+  await flush(admin);
+  await contender.acquire(SAMPLE_IDENTITY);
+  const key = contender.keyFor(SAMPLE_IDENTITY);
+  const memoryUsage = (await admin.call('MEMORY', 'USAGE', key)) as number | null;
+  const value = await admin.get(key);
+  const encoding = (await admin.call('OBJECT', 'ENCODING', key)) as string | null;
+
+  await flush(admin);
+  const before = await datasetMemory(admin);
+  await drive(contender, ids, options.concurrency, { calls: ids.length });
+  const after = await datasetMemory(admin);
+  const keys = await admin.dbsize();
+  if (keys !== ids.length) {
+    throw new Error(`${contender.name}: expected ${ids.length} keys for the memory average, found ${keys}`);
+  }
+  return { key, value, encoding, memoryUsage, averageBytes: (after - before) / keys, keys };
+}
+
+/** Time for serverCron to finish an incremental rehash, which briefly keeps the old hash table. */
+const SETTLE_MS = 300;
+
+/** `used_memory` without client buffers, once the keyspace's hash tables have settled. */
+async function datasetMemory(admin: Redis): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  const info = await admin.info('memory');
+  return infoField(info, 'used_memory') - infoField(info, 'mem_clients_normal');
+}
+
+/** The version of an installed package, read next to its entry point. */
+function installedVersion(name: string, manifestName = name): string {
+  try {
+    const entry = createRequire(import.meta.url).resolve(name);
+    for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
+      try {
+        const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+        if (manifest.name === manifestName) return manifest.version ?? 'unknown';
+      } catch {
+        // no package.json at this level
+      }
+    }
+  } catch {
+    // not resolvable
+  }
+  return 'unknown';
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+function round(value: number, digits: number): number {
+  const scale = 10 ** digits;
+  return Math.round(value * scale) / scale;
+}
+
+/**
+ * Runs the store benchmark against the Redis at `redisUrl`. It flushes the
+ * selected database between phases and resets the server's stats, so point
+ * it at a scratch Redis. Takes about 2 × rounds × seconds + 10 s.
+ */
+export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBenchOptions> = {}): Promise<StoreBenchFigures> {
+  const options: StoreBenchOptions = { ...DEFAULT_STORE_BENCH_OPTIONS, ...overrides };
+  const admin = new Redis(redisUrl);
+  // One connection per contender, so neither queues behind the other's replies.
+  const ourClient = new Redis(redisUrl);
+  const peerClient = new Redis(redisUrl);
+  try {
+    const redisVersion = String(/^redis_version:(\S+)/m.exec(await admin.info('server'))?.[1] ?? 'unknown');
+    const load = loadBucket();
+    const contenders = [ourContender(ourClient, load), peerContender(peerClient, load)] as const;
+    const loadIds = identities(options.identities);
+
+    // Warm-up: load both scripts, JIT both code paths.
+    for (const contender of contenders) await drive(contender, loadIds, options.concurrency, { seconds: options.warmupSeconds });
+
+    // Throughput, interleaved A B A B so drift hits both alike.
+    const runs: DriveResult[][] = [[], []];
+    for (let r = 0; r < options.rounds; r++) {
+      for (const [i, contender] of contenders.entries()) {
+        await flush(admin);
+        runs[i]?.push(await drive(contender, loadIds, options.concurrency, { seconds: options.seconds }));
+      }
+    }
+    const throughput = runs.map((results): ThroughputFigures => {
+      const rates = results.map((x) => x.calls / x.seconds);
+      const calls = results.reduce((s, x) => s + x.calls, 0);
+      const admitted = results.reduce((s, x) => s + x.admitted, 0);
+      return {
+        runs: rates.map((x) => Math.round(x)),
+        best: Math.round(Math.max(...rates)),
+        median: Math.round(median(rates)),
+        admittedShare: round(admitted / calls, 4),
+        clientUsecPerAcquire: round(Math.min(...results.map((x) => x.cpuUsec / x.calls)), 2),
+      };
+    });
+
+    // Redis CPU per acquire, interleaved the same way; the lower round counts.
+    const cpuRuns: Awaited<ReturnType<typeof measureRedisCpu>>[][] = [[], []];
+    for (let r = 0; r < options.cpuRounds; r++) {
+      for (const [i, contender] of contenders.entries()) {
+        cpuRuns[i]?.push(await measureRedisCpu(admin, contender, loadIds, options));
+      }
+    }
+    const redisCpu = cpuRuns.map((samples): RedisCpuFigures => {
+      const lowest = samples.reduce((a, b) => (b.usecPerAcquire < a.usecPerAcquire ? b : a));
+      return {
+        usecPerAcquire: round(lowest.usecPerAcquire, 3),
+        nestedUsecPerAcquire: round(lowest.nestedUsecPerAcquire, 3),
+        processUsecPerAcquire: round(Math.min(...samples.map((s) => s.processUsecPerAcquire)), 3),
+        issued: lowest.issued,
+        callsPerAcquire: lowest.callsPerAcquire,
+        rounds: samples.map((s) => ({
+          usecPerAcquire: round(s.usecPerAcquire, 3),
+          nestedUsecPerAcquire: round(s.nestedUsecPerAcquire, 3),
+          processUsecPerAcquire: round(s.processUsecPerAcquire, 3),
+        })),
+      };
+    });
+
+    // Bytes per key: a slow integer interval for both, then our fractional case.
+    const memory = memoryBucket();
+    const fractional = fractionalBucket();
+    const memoryIds = identities(options.memoryKeys);
+    const ourMemory = await measureMemory(admin, ourContender(ourClient, memory), memoryIds, options);
+    const peerMemory = await measureMemory(admin, peerContender(peerClient, memory), memoryIds, options);
+    const fractionalMemory = await measureMemory(admin, ourContender(ourClient, fractional), memoryIds, options);
+    await flush(admin);
+
+    const [ourThroughput, peerThroughput] = throughput as [ThroughputFigures, ThroughputFigures];
+    const [ourCpu, peerCpu] = redisCpu as [RedisCpuFigures, RedisCpuFigures];
+    return {
+      redisVersion,
+      versions: {
+        node: process.versions.node,
+        ioredis: installedVersion('ioredis'),
+        rateLimiterFlexible: installedVersion('rate-limiter-flexible-latest', 'rate-limiter-flexible'),
+      },
+      options,
+      setup: {
+        ours: describeOurs(load),
+        theirs: describePeer(load),
+        memory: `${describeOurs(memory)} vs ${describePeer(memory)}`,
+        fractional: describeOurs(fractional),
+      },
+      ours: { name: OURS, throughput: ourThroughput, redisCpu: ourCpu, memory: ourMemory },
+      theirs: { name: THEIRS, throughput: peerThroughput, redisCpu: peerCpu, memory: peerMemory },
+      fractionalRate: fractional.rate.toString(),
+      oursFractional: fractionalMemory,
+      ratios: {
+        throughput: round(ourThroughput.best / peerThroughput.best, 3),
+        throughputMedian: round(ourThroughput.median / peerThroughput.median, 3),
+        clientCpu: round(ourThroughput.clientUsecPerAcquire / peerThroughput.clientUsecPerAcquire, 3),
+        redisCpu: round(ourCpu.usecPerAcquire / peerCpu.usecPerAcquire, 3),
+        processCpu: round(ourCpu.processUsecPerAcquire / peerCpu.processUsecPerAcquire, 3),
+        memoryUsage:
+          ourMemory.memoryUsage !== null && peerMemory.memoryUsage !== null
+            ? round(ourMemory.memoryUsage / peerMemory.memoryUsage, 3)
+            : null,
+        averageBytes: round(ourMemory.averageBytes / peerMemory.averageBytes, 3),
+      },
+    };
+  } finally {
+    await Promise.allSettled([admin.quit(), ourClient.quit(), peerClient.quit()]);
+  }
+}
+
+/** The issue's targets; a FAIL is reported, never fatal. */
+export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
+  const { ours, theirs, ratios } = figures;
+  const bytes = ours.memory.memoryUsage;
+  return [
+    {
+      label: `Redis CPU per acquire <= ${THEIRS}'s`,
+      pass: ours.redisCpu.usecPerAcquire <= theirs.redisCpu.usecPerAcquire,
+      detail: `${fmt(ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(theirs.redisCpu.usecPerAcquire, 2)} µs (${fmt(ratios.redisCpu, 2)}×)`,
+    },
+    {
+      label: '<= 80 bytes per stored key (MEMORY USAGE)',
+      pass: bytes !== null && bytes <= 80,
+      detail: `${bytes ?? 'missing'} B for ${ours.memory.key} (${THEIRS}: ${theirs.memory.memoryUsage ?? 'missing'} B)`,
+    },
+    {
+      label: `throughput >= 1.0× ${THEIRS}'s`,
+      pass: ratios.throughput >= 1,
+      detail:
+        `best run ${fmt(ours.throughput.best, 0)}/s vs ${fmt(theirs.throughput.best, 0)}/s (${fmt(ratios.throughput, 2)}×; ` +
+        `medians ${fmt(ratios.throughputMedian, 2)}×)`,
+    },
+  ];
+}
+
+function fmt(value: number, digits: number): string {
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function describeCalls(cpu: RedisCpuFigures): string {
+  const issued = cpu.issued.map((name) => `${name.toUpperCase()} ${cpu.callsPerAcquire[name] ?? 0}`).join(', ');
+  const nested = Object.entries(cpu.callsPerAcquire)
+    .filter(([name]) => !cpu.issued.includes(name))
+    .map(([name, calls]) => `${name.toUpperCase()} ${calls}`)
+    .join(', ');
+  return nested ? `${issued} (running ${nested})` : issued;
+}
+
+function describeKey(m: KeyMemoryFigures): string {
+  return `${m.key} = ${m.value ?? '(missing)'} [${m.encoding ?? '?'}]`;
+}
+
+/** The table and notes printed by `bench/run.ts`. */
+export function formatStoreBench(figures: StoreBenchFigures): string[] {
+  const { ours, theirs, ratios, options } = figures;
+  const n = options.rounds;
+  const ratio = (x: number | null): string => (x === null ? '-' : `${fmt(x, 2)}×`);
+  const table = formatTable(
+    ['figure', OURS, THEIRS, 'ours/theirs'],
+    [
+      [`throughput, acquires/s (best of ${n})`, fmt(ours.throughput.best, 0), fmt(theirs.throughput.best, 0), ratio(ratios.throughput)],
+      [`  median of ${n}`, fmt(ours.throughput.median, 0), fmt(theirs.throughput.median, 0), ratio(ratios.throughputMedian)],
+      [
+        '  each run',
+        ours.throughput.runs.map((x) => fmt(x / 1000, 0)).join(' ') + ' k',
+        theirs.throughput.runs.map((x) => fmt(x / 1000, 0)).join(' ') + ' k',
+        '',
+      ],
+      ['  admitted', `${fmt(ours.throughput.admittedShare * 100, 1)}%`, `${fmt(theirs.throughput.admittedShare * 100, 1)}%`, ''],
+      [
+        'Node client CPU, µs/acquire',
+        fmt(ours.throughput.clientUsecPerAcquire, 2),
+        fmt(theirs.throughput.clientUsecPerAcquire, 2),
+        ratio(ratios.clientCpu),
+      ],
+      ['Redis CPU, µs/acquire (commandstats)', fmt(ours.redisCpu.usecPerAcquire, 2), fmt(theirs.redisCpu.usecPerAcquire, 2), ratio(ratios.redisCpu)],
+      [
+        '  of which commands run by the script',
+        fmt(ours.redisCpu.nestedUsecPerAcquire, 2),
+        fmt(theirs.redisCpu.nestedUsecPerAcquire, 2),
+        '',
+      ],
+      [
+        'Redis process CPU, µs/acquire (INFO cpu)',
+        fmt(ours.redisCpu.processUsecPerAcquire, 2),
+        fmt(theirs.redisCpu.processUsecPerAcquire, 2),
+        ratio(ratios.processCpu),
+      ],
+      [
+        'bytes/key, MEMORY USAGE',
+        String(ours.memory.memoryUsage ?? '-'),
+        String(theirs.memory.memoryUsage ?? '-'),
+        ratio(ratios.memoryUsage),
+      ],
+      [
+        `bytes/key, used_memory / ${fmt(ours.memory.keys, 0)} keys`,
+        fmt(ours.memory.averageBytes, 1),
+        fmt(theirs.memory.averageBytes, 1),
+        ratio(ratios.averageBytes),
+      ],
+    ],
+  );
+  const frac = figures.oursFractional;
+  return [
+    `Redis ${figures.redisVersion}, Node ${figures.versions.node}, ioredis ${figures.versions.ioredis}, ` +
+      `${THEIRS} ${figures.versions.rateLimiterFlexible}`,
+    `${options.concurrency} acquires in flight; ${fmt(options.identities, 0)} identities; ` +
+      `${n} interleaved throughput runs of ${options.seconds} s each; ${options.cpuRounds} interleaved CPU rounds of ` +
+      `${fmt(options.cpuCalls, 0)} acquires (lowest shown)`,
+    '',
+    ...table,
+    '',
+    `commands per acquire: ours ${describeCalls(ours.redisCpu)}; theirs ${describeCalls(theirs.redisCpu)}`,
+    `keys after one acquire: ours ${describeKey(ours.memory)}; theirs ${describeKey(theirs.memory)}`,
+    `fractional interval (${figures.fractionalRate}): ${describeKey(frac)}, ` +
+      `MEMORY USAGE ${frac.memoryUsage ?? '-'} B, used_memory ${fmt(frac.averageBytes, 1)} B/key`,
+    `ours:   ${figures.setup.ours}`,
+    `theirs: ${figures.setup.theirs}`,
+    `memory phase buckets: ${figures.setup.memory}`,
+  ];
+}
+
+export const storeBenchmark: Benchmark = {
+  name: 'store',
+  description: `RedisStore.acquire vs ${THEIRS} RateLimiterRedis`,
+  async run({ redisUrl }): Promise<BenchReport> {
+    const figures = await runStoreBench(redisUrl);
+    return { lines: formatStoreBench(figures), targets: storeBenchTargets(figures), figures };
+  },
+};
