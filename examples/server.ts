@@ -6,7 +6,13 @@ import { createExampleServer, exampleContext, storeFromEnvironment } from './app
 
 const port = Number(process.env.PORT ?? 4000);
 const redis = process.env.REDIS_URL
-  ? new Redis(process.env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 })
+  ? new Redis(process.env.REDIS_URL, {
+      // Fail fast while Redis is away, so onStoreError applies at once.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 500,
+      retryStrategy: (times) => Math.min(times * 50, 200),
+    })
   : undefined;
 redis?.on('error', (error: Error) => console.error(`redis: ${error.message}`));
 
