@@ -7,7 +7,7 @@ import type {
   BucketStore,
   DeniedRequest,
 } from './bucket-store.js';
-import { assertBucket, assertCost, denial, keyString, validateRequests } from './validate.js';
+import { acquireOne, assertBucket, denial, keyString, validateRequests } from './validate.js';
 
 export interface MemoryStoreOptions {
   /** The clock, in milliseconds. Default: `performance.timeOrigin + performance.now()`. For tests. */
@@ -62,13 +62,8 @@ export class MemoryStore implements BucketStore {
     return this.fullAt.size;
   }
 
-  async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
-    assertBucket(bucket);
-    assertCost(cost, bucket);
-    const result = await this.acquireAll([{ bucket, key, cost }]);
-    return result.allowed
-      ? { allowed: true, remaining: result.remaining[0] ?? 0 }
-      : { allowed: false, retryAfterMs: result.retryAfterMs };
+  acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
+    return acquireOne(this, bucket, key, cost);
   }
 
   async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {

@@ -10,7 +10,7 @@ import type {
 } from './bucket-store.js';
 import { LuaScript } from './lua-script.js';
 import { DEFAULT_PREFIX, identityTag, redisKey, validatePrefix } from './redis-keys.js';
-import { assertBucket, assertCost, denial, keyString, validateRequests } from './validate.js';
+import { acquireOne, assertBucket, denial, keyString, validateRequests } from './validate.js';
 
 export interface RedisStoreOptions {
   /** Prefix of every key the store writes. Default `DEFAULT_PREFIX` (`"tb:"`). No braces. */
@@ -51,13 +51,8 @@ export class RedisStore implements BucketStore {
     return redisKey(this.prefix, identityTag(keyString(key)), bucket);
   }
 
-  async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
-    assertBucket(bucket);
-    assertCost(cost, bucket);
-    const result = await this.acquireAll([{ bucket, key, cost }]);
-    return result.allowed
-      ? { allowed: true, remaining: result.remaining[0] ?? 0 }
-      : { allowed: false, retryAfterMs: result.retryAfterMs };
+  acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
+    return acquireOne(this, bucket, key, cost);
   }
 
   async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {

@@ -1,5 +1,5 @@
 import { TokenBucket } from '../token-bucket.js';
-import type { AcquireRequest, BatchAdmission, BucketKey, DeniedRequest } from './bucket-store.js';
+import type { AcquireRequest, Admission, BatchAdmission, BucketKey, BucketStore, DeniedRequest } from './bucket-store.js';
 
 /** Checks a cost before anything is written: a non-negative safe integer. */
 export function assertCost(cost: unknown, bucket: TokenBucket): asserts cost is number {
@@ -49,4 +49,19 @@ export function denial(denied: DeniedRequest[]): BatchAdmission {
     retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
   }
   return { allowed: false, retryAfterMs, denied };
+}
+
+/** One request as an all-or-nothing call of one: both stores answer `acquire` this way. */
+export async function acquireOne(
+  store: Pick<BucketStore, 'acquireAll'>,
+  bucket: TokenBucket,
+  key: BucketKey,
+  cost: number,
+): Promise<Admission> {
+  assertBucket(bucket);
+  assertCost(cost, bucket);
+  const result = await store.acquireAll([{ bucket, key, cost }]);
+  return result.allowed
+    ? { allowed: true, remaining: result.remaining[0] ?? 0 }
+    : { allowed: false, retryAfterMs: result.retryAfterMs };
 }
