@@ -250,6 +250,21 @@ describe('a store of another kind that fails', () => {
     }
   });
 
+  it('that throws instead of rejecting: still a store failure, allow serving and deny refusing', async () => {
+    const throwing: BucketStore = {
+      acquire: () => Promise.resolve({ allowed: true, remaining: 0 }),
+      acquireAll: () => {
+        throw new Error('connection pool exhausted');
+      },
+      reset: () => Promise.resolve(false),
+    };
+    const allowing = await serve(throwing, 'allow');
+    const denying = await serve(throwing, 'deny');
+    expectServed(await allowing.http.post(TIGHT, freshUser()));
+    expect(allowing.logger.warnings.join('\n')).toContain('connection pool exhausted');
+    expectUnavailable(await denying.http.post(TIGHT, freshUser()));
+  });
+
   it('does not delay an operation that touches no annotated field', async () => {
     const never: BucketStore = {
       acquire: () => new Promise(() => {}),

@@ -89,7 +89,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 
           let result: BatchAdmission;
           try {
-            result = await withTimeout(store.acquireAll(requests), storeTimeoutMs);
+            result = await withTimeout(Promise.resolve().then(() => store.acquireAll(requests)), storeTimeoutMs);
           } catch (error) {
             // Any failure of the store, whatever its class (`fetch` rejects with a TypeError), is a store failure.
             if (onStoreError === 'deny') {
