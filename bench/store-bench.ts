@@ -15,6 +15,10 @@ import { formatTable } from './benchmark.js';
  * the same Redis in the same run: throughput, Redis CPU per acquire and bytes
  * per stored key. The peer is a fixed window of `capacity` points per
  * `capacity / rate` seconds: the same burst and the same long-run rate.
+ *
+ * Then the same throughput and Redis CPU figures per GraphQL-like operation
+ * that takes one token from each of three buckets of one identity: ours in
+ * one `acquireAll` script call, theirs with one `consume` per bucket.
  */
 
 export interface StoreBenchOptions {
@@ -57,6 +61,12 @@ export const THEIRS = 'rate-limiter-flexible';
 export const SAMPLE_IDENTITY = 'user-12345';
 /** Six characters; also the peer's keyPrefix, so both keys name the bucket. */
 export const BUCKET_NAME = 'search';
+/**
+ * The buckets of one operation in the multi-bucket phase, all six characters
+ * like BUCKET_NAME, each with the load bucket's capacity and rate; the peer
+ * gets one RateLimiterRedis per name (its keyPrefix).
+ */
+export const OPERATION_BUCKET_NAMES = ['search', 'mutate', 'global'] as const;
 
 /** Throughput and CPU: 10,000 µs per token (an integer interval), burst 1000. */
 const loadBucket = (): TokenBucket => new TokenBucket(BUCKET_NAME, 1000, Rate.perSecond(100));
@@ -67,6 +77,9 @@ const loadBucket = (): TokenBucket => new TokenBucket(BUCKET_NAME, 1000, Rate.pe
 const memoryBucket = (): TokenBucket => new TokenBucket(BUCKET_NAME, 1000, Rate.perHour(100));
 /** 33,333,333.33… µs per token: the stored time is a 17-digit float string. */
 const fractionalBucket = (): TokenBucket => new TokenBucket(BUCKET_NAME, 1000, new Rate(3, 100_000));
+/** The multi-bucket phase: the load bucket's capacity and rate under each of OPERATION_BUCKET_NAMES. */
+const operationBuckets = (): TokenBucket[] =>
+  OPERATION_BUCKET_NAMES.map((name) => new TokenBucket(name, 1000, Rate.perSecond(100)));
 
 export interface ThroughputFigures {
   /** Acquires per second of each timed run, in run order. */
@@ -122,6 +135,28 @@ export interface ContenderFigures {
   memory: KeyMemoryFigures;
 }
 
+/**
+ * The multi-bucket phase. Its `ThroughputFigures` and `RedisCpuFigures` count
+ * operations where the single-acquire ones count acquires: `runs`, `best` and
+ * `median` are operations/s, every `…PerAcquire` is per operation.
+ */
+export interface MultiBucketFigures {
+  /** Buckets taken per operation, all of one identity (OPERATION_BUCKET_NAMES). */
+  bucketsPerOperation: number;
+  buckets: string[];
+  setup: { ours: string; theirs: string };
+  ours: { name: string; throughput: ThroughputFigures; redisCpu: RedisCpuFigures };
+  theirs: { name: string; throughput: ThroughputFigures; redisCpu: RedisCpuFigures };
+  /** ours / theirs, per operation: higher is better for throughput, lower for the rest. */
+  ratios: {
+    throughput: number;
+    throughputMedian: number;
+    clientCpu: number;
+    redisCpu: number;
+    processCpu: number;
+  };
+}
+
 export interface StoreBenchFigures {
   redisVersion: string;
   /** Installed versions, since the peer's speed differs a lot between its majors. */
@@ -135,7 +170,7 @@ export interface StoreBenchFigures {
   fractionalRate: string;
   /** Our key when the interval per token is fractional (same identity and bucket name). */
   oursFractional: KeyMemoryFigures;
-  /** ours / theirs: higher is better for throughput, lower for the rest. */
+  /** Single acquire: ours / theirs, higher is better for throughput, lower for the rest. */
   ratios: {
     /** Best run over best run. */
     throughput: number;
@@ -147,12 +182,21 @@ export interface StoreBenchFigures {
     memoryUsage: number | null;
     averageBytes: number;
   };
+  /** Three buckets of one identity per operation: one acquireAll vs three consume calls. */
+  multiBucket: MultiBucketFigures;
 }
 
-/** One limiter under test. `acquire` resolves to admitted or limited and rejects only on errors. */
-interface Contender {
+/**
+ * One limiter under test. `acquire` takes whatever one operation needs for an
+ * identity, resolves to admitted or limited and rejects only on errors.
+ */
+interface Limiter {
   readonly name: string;
   acquire(identity: string): Promise<boolean>;
+}
+
+/** A single-bucket limiter, whose key can be inspected. */
+interface Contender extends Limiter {
   keyFor(identity: string): string;
 }
 
@@ -171,26 +215,57 @@ function peerDurationSeconds(bucket: TokenBucket): number {
   return Math.max(1, Math.round(seconds));
 }
 
-function peerContender(client: Redis, bucket: TokenBucket): Contender {
-  const limiter = new RateLimiterRedis({
+function peerLimiter(client: Redis, bucket: TokenBucket): RateLimiterRedis {
+  return new RateLimiterRedis({
     storeClient: client,
     useRedisPackage: false,
     keyPrefix: bucket.name,
     points: bucket.capacity,
     duration: peerDurationSeconds(bucket),
   });
+}
+
+/** `consume(identity, 1)` as admitted (true) or limited (false). */
+function peerConsume(limiter: RateLimiterRedis, identity: string): Promise<boolean> {
+  return limiter.consume(identity, 1).then(
+    () => true,
+    (rejection: unknown) => {
+      // It rejects with a RateLimiterRes when limited, an Error when Redis fails.
+      if (rejection instanceof RateLimiterRes) return false;
+      throw rejection;
+    },
+  );
+}
+
+function peerContender(client: Redis, bucket: TokenBucket): Contender {
+  const limiter = peerLimiter(client, bucket);
   return {
     name: THEIRS,
-    acquire: (identity) =>
-      limiter.consume(identity, 1).then(
-        () => true,
-        (rejection: unknown) => {
-          // It rejects with a RateLimiterRes when limited, an Error when Redis fails.
-          if (rejection instanceof RateLimiterRes) return false;
-          throw rejection;
-        },
-      ),
+    acquire: (identity) => peerConsume(limiter, identity),
     keyFor: (identity) => limiter.getKey(identity),
+  };
+}
+
+/** One operation: every bucket of one identity, all or nothing, in one script call (what the plugin does). */
+function ourOperation(client: Redis, buckets: readonly TokenBucket[]): Limiter {
+  const store = new RedisStore(client);
+  return {
+    name: OURS,
+    acquire: async (identity) => (await store.acquireAll(buckets.map((bucket) => ({ bucket, key: identity, cost: 1 })))).allowed,
+  };
+}
+
+/**
+ * One operation with the peer: a limiter per bucket, consumed concurrently
+ * (a user wanting low latency would; it also lets ioredis pipeline the three
+ * calls). The operation is admitted when every consume is. Nothing is
+ * refunded when only some are: the peer has no all-or-nothing form.
+ */
+function peerOperation(client: Redis, buckets: readonly TokenBucket[]): Limiter {
+  const limiters = buckets.map((bucket) => peerLimiter(client, bucket));
+  return {
+    name: THEIRS,
+    acquire: async (identity) => (await Promise.all(limiters.map((l) => peerConsume(l, identity)))).every(Boolean),
   };
 }
 
@@ -200,6 +275,24 @@ function describePeer(bucket: TokenBucket): string {
 
 function describeOurs(bucket: TokenBucket): string {
   return `RedisStore (prefix 'tb:'), TokenBucket('${bucket.name}', ${bucket.capacity}, ${bucket.rate.toString()}), acquire(bucket, key)`;
+}
+
+function describeOurOperation(buckets: readonly TokenBucket[]): string {
+  const first = buckets[0];
+  const shape = first ? `, ${first.capacity}, ${first.rate.toString()}` : '';
+  return (
+    `RedisStore (prefix 'tb:'), TokenBucket(${buckets.map((b) => `'${b.name}'`).join(' | ')}${shape}), ` +
+    `acquireAll([${buckets.map((b) => `{ ${b.name}, key, 1 }`).join(', ')}]): one EVALSHA`
+  );
+}
+
+function describePeerOperation(buckets: readonly TokenBucket[]): string {
+  const first = buckets[0];
+  const shape = first ? `points: ${first.capacity}, duration: ${peerDurationSeconds(first)} s, ` : '';
+  return (
+    `${buckets.length} × RateLimiterRedis { ${shape}keyPrefix: ${buckets.map((b) => `'${b.name}'`).join(' | ')}, ` +
+    `useRedisPackage: false }, Promise.all of consume(key, 1) on each`
+  );
 }
 
 function identities(count: number): string[] {
@@ -216,7 +309,7 @@ interface DriveResult {
 
 /** Keeps `concurrency` acquires in flight, cycling through identities, until the time or call budget runs out. */
 async function drive(
-  contender: Contender,
+  contender: Limiter,
   ids: readonly string[],
   concurrency: number,
   budget: { seconds: number } | { calls: number },
@@ -276,7 +369,7 @@ async function flush(admin: Redis): Promise<void> {
 
 async function measureRedisCpu(
   admin: Redis,
-  contender: Contender,
+  contender: Limiter,
   ids: readonly string[],
   options: StoreBenchOptions,
 ): Promise<CpuSample & { issued: string[]; callsPerAcquire: Record<string, number> }> {
@@ -367,10 +460,78 @@ function round(value: number, digits: number): number {
   return Math.round(value * scale) / scale;
 }
 
+interface LoadFigures {
+  /** ours, theirs */
+  throughput: [ThroughputFigures, ThroughputFigures];
+  redisCpu: [RedisCpuFigures, RedisCpuFigures];
+}
+
+/**
+ * Throughput (warm-up, then `rounds` interleaved timed runs) and Redis CPU
+ * (`cpuRounds` interleaved rounds, the lowest counts) of two limiters, ours first.
+ */
+async function measureLoad(
+  admin: Redis,
+  contenders: readonly [Limiter, Limiter],
+  loadIds: readonly string[],
+  options: StoreBenchOptions,
+): Promise<LoadFigures> {
+  // Warm-up: load both scripts, JIT both code paths.
+  for (const contender of contenders) await drive(contender, loadIds, options.concurrency, { seconds: options.warmupSeconds });
+
+  // Throughput, interleaved A B A B so drift hits both alike.
+  const runs: DriveResult[][] = [[], []];
+  for (let r = 0; r < options.rounds; r++) {
+    for (const [i, contender] of contenders.entries()) {
+      await flush(admin);
+      runs[i]?.push(await drive(contender, loadIds, options.concurrency, { seconds: options.seconds }));
+    }
+  }
+  const throughput = runs.map((results): ThroughputFigures => {
+    const rates = results.map((x) => x.calls / x.seconds);
+    const calls = results.reduce((s, x) => s + x.calls, 0);
+    const admitted = results.reduce((s, x) => s + x.admitted, 0);
+    return {
+      runs: rates.map((x) => Math.round(x)),
+      best: Math.round(Math.max(...rates)),
+      median: Math.round(median(rates)),
+      admittedShare: round(admitted / calls, 4),
+      clientUsecPerAcquire: round(Math.min(...results.map((x) => x.cpuUsec / x.calls)), 2),
+    };
+  });
+
+  // Redis CPU per call of `acquire`, interleaved the same way; the lowest round counts.
+  const cpuRuns: Awaited<ReturnType<typeof measureRedisCpu>>[][] = [[], []];
+  for (let r = 0; r < options.cpuRounds; r++) {
+    for (const [i, contender] of contenders.entries()) {
+      cpuRuns[i]?.push(await measureRedisCpu(admin, contender, loadIds, options));
+    }
+  }
+  const redisCpu = cpuRuns.map((samples): RedisCpuFigures => {
+    const lowest = samples.reduce((a, b) => (b.usecPerAcquire < a.usecPerAcquire ? b : a));
+    return {
+      usecPerAcquire: round(lowest.usecPerAcquire, 3),
+      nestedUsecPerAcquire: round(lowest.nestedUsecPerAcquire, 3),
+      processUsecPerAcquire: round(Math.min(...samples.map((s) => s.processUsecPerAcquire)), 3),
+      issued: lowest.issued,
+      callsPerAcquire: lowest.callsPerAcquire,
+      rounds: samples.map((s) => ({
+        usecPerAcquire: round(s.usecPerAcquire, 3),
+        nestedUsecPerAcquire: round(s.nestedUsecPerAcquire, 3),
+        processUsecPerAcquire: round(s.processUsecPerAcquire, 3),
+      })),
+    };
+  });
+  return {
+    throughput: throughput as [ThroughputFigures, ThroughputFigures],
+    redisCpu: redisCpu as [RedisCpuFigures, RedisCpuFigures],
+  };
+}
+
 /**
  * Runs the store benchmark against the Redis at `redisUrl`. It flushes the
  * selected database between phases and resets the server's stats, so point
- * it at a scratch Redis. Takes about 2 × rounds × seconds + 10 s.
+ * it at a scratch Redis. Takes about 4 × rounds × seconds + 15 s.
  */
 export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBenchOptions> = {}): Promise<StoreBenchFigures> {
   const options: StoreBenchOptions = { ...DEFAULT_STORE_BENCH_OPTIONS, ...overrides };
@@ -381,55 +542,13 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
   try {
     const redisVersion = String(/^redis_version:(\S+)/m.exec(await admin.info('server'))?.[1] ?? 'unknown');
     const load = loadBucket();
-    const contenders = [ourContender(ourClient, load), peerContender(peerClient, load)] as const;
     const loadIds = identities(options.identities);
 
-    // Warm-up: load both scripts, JIT both code paths.
-    for (const contender of contenders) await drive(contender, loadIds, options.concurrency, { seconds: options.warmupSeconds });
-
-    // Throughput, interleaved A B A B so drift hits both alike.
-    const runs: DriveResult[][] = [[], []];
-    for (let r = 0; r < options.rounds; r++) {
-      for (const [i, contender] of contenders.entries()) {
-        await flush(admin);
-        runs[i]?.push(await drive(contender, loadIds, options.concurrency, { seconds: options.seconds }));
-      }
-    }
-    const throughput = runs.map((results): ThroughputFigures => {
-      const rates = results.map((x) => x.calls / x.seconds);
-      const calls = results.reduce((s, x) => s + x.calls, 0);
-      const admitted = results.reduce((s, x) => s + x.admitted, 0);
-      return {
-        runs: rates.map((x) => Math.round(x)),
-        best: Math.round(Math.max(...rates)),
-        median: Math.round(median(rates)),
-        admittedShare: round(admitted / calls, 4),
-        clientUsecPerAcquire: round(Math.min(...results.map((x) => x.cpuUsec / x.calls)), 2),
-      };
-    });
-
-    // Redis CPU per acquire, interleaved the same way; the lower round counts.
-    const cpuRuns: Awaited<ReturnType<typeof measureRedisCpu>>[][] = [[], []];
-    for (let r = 0; r < options.cpuRounds; r++) {
-      for (const [i, contender] of contenders.entries()) {
-        cpuRuns[i]?.push(await measureRedisCpu(admin, contender, loadIds, options));
-      }
-    }
-    const redisCpu = cpuRuns.map((samples): RedisCpuFigures => {
-      const lowest = samples.reduce((a, b) => (b.usecPerAcquire < a.usecPerAcquire ? b : a));
-      return {
-        usecPerAcquire: round(lowest.usecPerAcquire, 3),
-        nestedUsecPerAcquire: round(lowest.nestedUsecPerAcquire, 3),
-        processUsecPerAcquire: round(Math.min(...samples.map((s) => s.processUsecPerAcquire)), 3),
-        issued: lowest.issued,
-        callsPerAcquire: lowest.callsPerAcquire,
-        rounds: samples.map((s) => ({
-          usecPerAcquire: round(s.usecPerAcquire, 3),
-          nestedUsecPerAcquire: round(s.nestedUsecPerAcquire, 3),
-          processUsecPerAcquire: round(s.processUsecPerAcquire, 3),
-        })),
-      };
-    });
+    // Single acquire: throughput, then Redis CPU.
+    const single = await measureLoad(admin, [ourContender(ourClient, load), peerContender(peerClient, load)], loadIds, options);
+    // Three buckets of one identity per operation, measured the same way.
+    const multi = operationBuckets();
+    const multiLoad = await measureLoad(admin, [ourOperation(ourClient, multi), peerOperation(peerClient, multi)], loadIds, options);
 
     // Bytes per key: a slow integer interval for both, then our fractional case.
     const memory = memoryBucket();
@@ -440,8 +559,10 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
     const fractionalMemory = await measureMemory(admin, ourContender(ourClient, fractional), memoryIds, options);
     await flush(admin);
 
-    const [ourThroughput, peerThroughput] = throughput as [ThroughputFigures, ThroughputFigures];
-    const [ourCpu, peerCpu] = redisCpu as [RedisCpuFigures, RedisCpuFigures];
+    const [ourThroughput, peerThroughput] = single.throughput;
+    const [ourCpu, peerCpu] = single.redisCpu;
+    const [ourMultiThroughput, peerMultiThroughput] = multiLoad.throughput;
+    const [ourMultiCpu, peerMultiCpu] = multiLoad.redisCpu;
     return {
       redisVersion,
       versions: {
@@ -472,6 +593,20 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
             : null,
         averageBytes: round(ourMemory.averageBytes / peerMemory.averageBytes, 3),
       },
+      multiBucket: {
+        bucketsPerOperation: multi.length,
+        buckets: multi.map((b) => b.name),
+        setup: { ours: describeOurOperation(multi), theirs: describePeerOperation(multi) },
+        ours: { name: OURS, throughput: ourMultiThroughput, redisCpu: ourMultiCpu },
+        theirs: { name: THEIRS, throughput: peerMultiThroughput, redisCpu: peerMultiCpu },
+        ratios: {
+          throughput: round(ourMultiThroughput.best / peerMultiThroughput.best, 3),
+          throughputMedian: round(ourMultiThroughput.median / peerMultiThroughput.median, 3),
+          clientCpu: round(ourMultiThroughput.clientUsecPerAcquire / peerMultiThroughput.clientUsecPerAcquire, 3),
+          redisCpu: round(ourMultiCpu.usecPerAcquire / peerMultiCpu.usecPerAcquire, 3),
+          processCpu: round(ourMultiCpu.processUsecPerAcquire / peerMultiCpu.processUsecPerAcquire, 3),
+        },
+      },
     };
   } finally {
     await Promise.allSettled([admin.quit(), ourClient.quit(), peerClient.quit()]);
@@ -480,11 +615,11 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
 
 /** The issue's targets; a FAIL is reported, never fatal. */
 export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
-  const { ours, theirs, ratios } = figures;
+  const { ours, theirs, ratios, multiBucket: multi } = figures;
   const bytes = ours.memory.memoryUsage;
   return [
     {
-      label: `Redis CPU per acquire <= ${THEIRS}'s`,
+      label: `single acquire: Redis CPU per acquire <= ${THEIRS}'s`,
       pass: ours.redisCpu.usecPerAcquire <= theirs.redisCpu.usecPerAcquire,
       detail: `${fmt(ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(theirs.redisCpu.usecPerAcquire, 2)} µs (${fmt(ratios.redisCpu, 2)}×)`,
     },
@@ -494,11 +629,18 @@ export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
       detail: `${bytes ?? 'missing'} B for ${ours.memory.key} (${THEIRS}: ${theirs.memory.memoryUsage ?? 'missing'} B)`,
     },
     {
-      label: `throughput >= 1.0× ${THEIRS}'s`,
+      label: `single acquire: throughput >= 1.0× ${THEIRS}'s`,
       pass: ratios.throughput >= 1,
       detail:
         `best run ${fmt(ours.throughput.best, 0)}/s vs ${fmt(theirs.throughput.best, 0)}/s (${fmt(ratios.throughput, 2)}×; ` +
         `medians ${fmt(ratios.throughputMedian, 2)}×)`,
+    },
+    {
+      label: `Redis CPU per ${multi.bucketsPerOperation}-bucket operation <= ${THEIRS}'s`,
+      pass: multi.ours.redisCpu.usecPerAcquire <= multi.theirs.redisCpu.usecPerAcquire,
+      detail:
+        `${fmt(multi.ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(multi.theirs.redisCpu.usecPerAcquire, 2)} µs ` +
+        `(${fmt(multi.ratios.redisCpu, 2)}×; one acquireAll vs ${multi.bucketsPerOperation} consume calls)`,
     },
   ];
 }
@@ -507,6 +649,7 @@ function fmt(value: number, digits: number): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
+/** Calls of each command per acquire (or per operation, in the multi-bucket phase). */
 function describeCalls(cpu: RedisCpuFigures): string {
   const issued = cpu.issued.map((name) => `${name.toUpperCase()} ${cpu.callsPerAcquire[name] ?? 0}`).join(', ');
   const nested = Object.entries(cpu.callsPerAcquire)
@@ -522,12 +665,14 @@ function describeKey(m: KeyMemoryFigures): string {
 
 /** The table and notes printed by `bench/run.ts`. */
 export function formatStoreBench(figures: StoreBenchFigures): string[] {
-  const { ours, theirs, ratios, options } = figures;
+  const { ours, theirs, ratios, options, multiBucket: multi } = figures;
   const n = options.rounds;
+  const k = multi.bucketsPerOperation;
   const ratio = (x: number | null): string => (x === null ? '-' : `${fmt(x, 2)}×`);
   const table = formatTable(
     ['figure', OURS, THEIRS, 'ours/theirs'],
     [
+      ['single acquire (1 bucket per call)', '', '', ''],
       [`throughput, acquires/s (best of ${n})`, fmt(ours.throughput.best, 0), fmt(theirs.throughput.best, 0), ratio(ratios.throughput)],
       [`  median of ${n}`, fmt(ours.throughput.median, 0), fmt(theirs.throughput.median, 0), ratio(ratios.throughputMedian)],
       [
@@ -568,31 +713,87 @@ export function formatStoreBench(figures: StoreBenchFigures): string[] {
         fmt(theirs.memory.averageBytes, 1),
         ratio(ratios.averageBytes),
       ],
+      ['', '', '', ''],
+      [`${k} buckets per operation (same identity)`, '', '', ''],
+      [
+        `throughput, operations/s (best of ${n})`,
+        fmt(multi.ours.throughput.best, 0),
+        fmt(multi.theirs.throughput.best, 0),
+        ratio(multi.ratios.throughput),
+      ],
+      [
+        `  median of ${n}`,
+        fmt(multi.ours.throughput.median, 0),
+        fmt(multi.theirs.throughput.median, 0),
+        ratio(multi.ratios.throughputMedian),
+      ],
+      [
+        '  each run',
+        multi.ours.throughput.runs.map((x) => fmt(x / 1000, 0)).join(' ') + ' k',
+        multi.theirs.throughput.runs.map((x) => fmt(x / 1000, 0)).join(' ') + ' k',
+        '',
+      ],
+      [
+        '  admitted',
+        `${fmt(multi.ours.throughput.admittedShare * 100, 1)}%`,
+        `${fmt(multi.theirs.throughput.admittedShare * 100, 1)}%`,
+        '',
+      ],
+      [
+        'Node client CPU, µs/operation',
+        fmt(multi.ours.throughput.clientUsecPerAcquire, 2),
+        fmt(multi.theirs.throughput.clientUsecPerAcquire, 2),
+        ratio(multi.ratios.clientCpu),
+      ],
+      [
+        'Redis CPU, µs/operation (commandstats)',
+        fmt(multi.ours.redisCpu.usecPerAcquire, 2),
+        fmt(multi.theirs.redisCpu.usecPerAcquire, 2),
+        ratio(multi.ratios.redisCpu),
+      ],
+      [
+        '  of which commands run by the script',
+        fmt(multi.ours.redisCpu.nestedUsecPerAcquire, 2),
+        fmt(multi.theirs.redisCpu.nestedUsecPerAcquire, 2),
+        '',
+      ],
+      [
+        'Redis process CPU, µs/operation (INFO cpu)',
+        fmt(multi.ours.redisCpu.processUsecPerAcquire, 2),
+        fmt(multi.theirs.redisCpu.processUsecPerAcquire, 2),
+        ratio(multi.ratios.processCpu),
+      ],
     ],
   );
   const frac = figures.oursFractional;
   return [
     `Redis ${figures.redisVersion}, Node ${figures.versions.node}, ioredis ${figures.versions.ioredis}, ` +
       `${THEIRS} ${figures.versions.rateLimiterFlexible}`,
-    `${options.concurrency} acquires in flight; ${fmt(options.identities, 0)} identities; ` +
+    `${options.concurrency} acquires (or ${k}-bucket operations) in flight; ${fmt(options.identities, 0)} identities; ` +
       `${n} interleaved throughput runs of ${options.seconds} s each; ${options.cpuRounds} interleaved CPU rounds of ` +
-      `${fmt(options.cpuCalls, 0)} acquires (lowest shown)`,
+      `${fmt(options.cpuCalls, 0)} acquires (or operations), lowest shown`,
     '',
     ...table,
     '',
-    `commands per acquire: ours ${describeCalls(ours.redisCpu)}; theirs ${describeCalls(theirs.redisCpu)}`,
+    `commands per single acquire: ours ${describeCalls(ours.redisCpu)}; theirs ${describeCalls(theirs.redisCpu)}`,
+    `commands per ${k}-bucket operation: ours ${describeCalls(multi.ours.redisCpu)}; theirs ${describeCalls(multi.theirs.redisCpu)}`,
+    `Redis CPU per bucket taken in a ${k}-bucket operation: ours ${fmt(multi.ours.redisCpu.usecPerAcquire / k, 2)} µs, ` +
+      `theirs ${fmt(multi.theirs.redisCpu.usecPerAcquire / k, 2)} µs (single acquire: ` +
+      `${fmt(ours.redisCpu.usecPerAcquire, 2)} µs, ${fmt(theirs.redisCpu.usecPerAcquire, 2)} µs)`,
     `keys after one acquire: ours ${describeKey(ours.memory)}; theirs ${describeKey(theirs.memory)}`,
     `fractional interval (${figures.fractionalRate}): ${describeKey(frac)}, ` +
       `MEMORY USAGE ${frac.memoryUsage ?? '-'} B, used_memory ${fmt(frac.averageBytes, 1)} B/key`,
-    `ours:   ${figures.setup.ours}`,
-    `theirs: ${figures.setup.theirs}`,
+    `single acquire, ours:   ${figures.setup.ours}`,
+    `single acquire, theirs: ${figures.setup.theirs}`,
+    `${k} buckets, ours:   ${multi.setup.ours}`,
+    `${k} buckets, theirs: ${multi.setup.theirs}`,
     `memory phase buckets: ${figures.setup.memory}`,
   ];
 }
 
 export const storeBenchmark: Benchmark = {
   name: 'store',
-  description: `RedisStore.acquire vs ${THEIRS} RateLimiterRedis`,
+  description: `RedisStore.acquire / acquireAll vs ${THEIRS} RateLimiterRedis`,
   async run({ redisUrl }): Promise<BenchReport> {
     const figures = await runStoreBench(redisUrl);
     return { lines: formatStoreBench(figures), targets: storeBenchTargets(figures), figures };
