@@ -30,7 +30,7 @@ local MAX_SAFE = 9007199254740991
 -- Refill time below half a microsecond is float noise, not tokens.
 local SLACK_US = 0.5
 
-local tonumber, floor, ceil = tonumber, math.floor, math.ceil
+local tonumber, floor, ceil, format = tonumber, math.floor, math.ceil, string.format
 
 local n = #KEYS
 local argc = #ARGV
@@ -41,46 +41,46 @@ elseif argc ~= 4 * n then
   return redis.error_reply('ERR token bucket: expected 4 arguments per key, got ' .. argc .. ' for ' .. n .. ' keys')
 end
 
-local function integer(i, name, value, min)
-  local x = tonumber(value)
-  if x == nil or not (x >= min and x <= MAX_SAFE) or floor(x) ~= x then
-    return nil, 'ERR token bucket request ' .. i .. ': ' .. name .. ' must be an integer >= ' .. min .. ', got ' .. tostring(value)
+-- Only reached when a request is malformed: names the first bad argument.
+local function bad_request(i)
+  local names = {'capacity', 'tokens per period', 'period', 'cost'}
+  local mins = {0, 1, 1, 0}
+  for j = 1, 4 do
+    local value = ARGV[4 * i - 4 + j]
+    local x = tonumber(value)
+    if not (x and x >= mins[j] and x <= MAX_SAFE and x % 1 == 0) then
+      return redis.error_reply('ERR token bucket request ' .. i .. ': ' .. names[j]
+        .. ' must be an integer >= ' .. mins[j] .. ', got ' .. tostring(value))
+    end
   end
-  return x
-end
-
--- Integers keep Redis's compact integer encoding; fractions keep all 17 digits.
-local function format_time(us)
-  if floor(us) == us then return string.format('%.0f', us) end
-  return string.format('%.17g', us)
 end
 
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2] -- microseconds
+local stored = redis.call('MGET', unpack(KEYS))
 
 local out = {1}
 local short = {} -- i -> true when request i is short
 local state = {} -- key -> fullAt so far in this call, counting every request before
 local asked = {} -- key -> tokens asked of the bucket so far in this call
+
 for i = 1, n do
   local key = KEYS[i]
-  local base = 4 * i
-  local capacity, tokens, period, cost, err
-  capacity, err = integer(i, 'capacity', ARGV[base - 3], 0)
-  if err then return redis.error_reply(err) end
-  tokens, err = integer(i, 'tokens per period', ARGV[base - 2], 1)
-  if err then return redis.error_reply(err) end
-  period, err = integer(i, 'period', ARGV[base - 1], 1)
-  if err then return redis.error_reply(err) end
-  cost, err = integer(i, 'cost', ARGV[base], 0)
-  if err then return redis.error_reply(err) end
+  local b = 4 * i
+  local capacity, tokens, period, cost = tonumber(ARGV[b - 3]), tonumber(ARGV[b - 2]), tonumber(ARGV[b - 1]), tonumber(ARGV[b])
+  -- nil, NaN, infinities and fractions all fail one of these
+  if not (capacity and tokens and period and cost
+      and capacity >= 0 and tokens >= 1 and period >= 1 and cost >= 0
+      and capacity <= MAX_SAFE and tokens <= MAX_SAFE and period <= MAX_SAFE and cost <= MAX_SAFE
+      and capacity % 1 == 0 and tokens % 1 == 0 and period % 1 == 0 and cost % 1 == 0) then
+    return bad_request(i)
+  end
 
-  local interval = period / tokens -- microseconds per token
   local current = state[key]
   if current == nil then
-    local stored = redis.call('GET', key)
-    if stored then
-      current = tonumber(stored)
+    local value = stored[i]
+    if value then
+      current = tonumber(value)
       if current == nil then
         return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a bucket')
       end
@@ -89,6 +89,7 @@ for i = 1, n do
       current = now
     end
   end
+  local interval = period / tokens -- microseconds per token
   local total = (asked[key] or 0) + cost
   asked[key] = total
   local after = current + cost * interval
@@ -118,7 +119,9 @@ end
 if write then
   for key, at in pairs(state) do
     if at > now then
-      redis.call('SET', key, format_time(at), 'PXAT', ceil(at / 1000))
+      -- %.17g keeps every digit (tostring keeps 14); a whole number stays one,
+      -- which Redis stores in its compact integer encoding
+      redis.call('SET', key, format('%.17g', at), 'PXAT', ceil(at / 1000))
     end
   end
 end
