@@ -1,6 +1,6 @@
 import { Kind, assertSchema, getVariableValues } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
-import { measureOperation } from './measure-operation.js';
+import { measureOperation, sharesSelectionSets } from './measure-operation.js';
 import { compileSchemaCosts } from './schema-costs.js';
 import type { SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
 
@@ -16,6 +16,12 @@ export interface CostModelOptions {
 
 const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
 
+/** What the walk needs to know about a document, computed once per document. */
+interface DocumentInfo {
+  readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  readonly sharesSelectionSets: boolean;
+}
+
 /**
  * The static price of operations against one schema: reads every
  * `@tokenBucket` (and `@cost`, `@listSize` where declared) once, then prices
@@ -30,7 +36,7 @@ export class CostModel {
   private readonly schema: GraphQLSchema;
   private readonly costs: SchemaCosts;
   private readonly defaultListSize: number;
-  private readonly fragmentsOf = new WeakMap<DocumentNode, ReadonlyMap<string, FragmentDefinitionNode>>();
+  private readonly documents = new WeakMap<DocumentNode, DocumentInfo>();
 
   /** Throws an `Error` naming the schema coordinate when an annotation is malformed. */
   constructor(schema: GraphQLSchema, options: CostModelOptions = {}) {
@@ -59,15 +65,17 @@ export class CostModel {
   ): Map<string, number> {
     const result = new Map<string, number>();
     if (this.costs.bucketNames.length === 0) return result;
-    const root = this.schema.getRootType(operation.operation);
-    if (root === undefined || root === null) return result;
+    const rootType = this.schema.getRootType(operation.operation);
+    const root = rootType === undefined || rootType === null ? undefined : this.costs.types.get(rootType);
+    if (root === undefined) return result;
 
+    const { fragments, sharesSelectionSets } = this.documentInfo(document);
     const { charges, touched } = measureOperation(
       {
-        schema: this.schema,
         costs: this.costs,
         defaultListSize: this.defaultListSize,
-        fragments: this.fragments(document),
+        fragments,
+        sharesSelectionSets,
         variables: this.coerce(operation, variables),
       },
       operation.selectionSet,
@@ -90,16 +98,16 @@ export class CostModel {
     return coerced.coerced ?? NO_VARIABLES;
   }
 
-  private fragments(document: DocumentNode): ReadonlyMap<string, FragmentDefinitionNode> {
-    let fragments = this.fragmentsOf.get(document);
-    if (fragments === undefined) {
-      const byName = new Map<string, FragmentDefinitionNode>();
+  private documentInfo(document: DocumentNode): DocumentInfo {
+    let info = this.documents.get(document);
+    if (info === undefined) {
+      const fragments = new Map<string, FragmentDefinitionNode>();
       for (const definition of document.definitions) {
-        if (definition.kind === Kind.FRAGMENT_DEFINITION) byName.set(definition.name.value, definition);
+        if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
       }
-      fragments = byName;
-      this.fragmentsOf.set(document, fragments);
+      info = { fragments, sharesSelectionSets: sharesSelectionSets(document) };
+      this.documents.set(document, info);
     }
-    return fragments;
+    return info;
   }
 }

@@ -1,5 +1,7 @@
 import { getDirective } from '@graphql-tools/utils';
 import {
+  GraphQLFloat,
+  GraphQLInt,
   SchemaMetaFieldDef,
   TypeMetaFieldDef,
   TypeNameMetaFieldDef,
@@ -14,6 +16,7 @@ import {
 } from 'graphql';
 import type {
   GraphQLArgument,
+  GraphQLCompositeType,
   GraphQLField,
   GraphQLInterfaceType,
   GraphQLNamedType,
@@ -41,15 +44,22 @@ export interface BucketRule {
 export interface SlicingArgument {
   readonly argument: GraphQLArgument;
   readonly path: readonly string[];
+  /**
+   * `'Int'` or `'Float'` when the argument itself (no `path`) is of that
+   * built-in scalar, nullable or not: the walk then reads a literal the way
+   * its `parseLiteral` does instead of calling `valueFromAST`. Else null.
+   */
+  readonly literal: 'Int' | 'Float' | null;
 }
 
 /** Everything the per-request walk needs to know about one field of one concrete type. */
 export interface FieldCost {
   readonly weight: number;
   readonly isList: boolean;
-  /** The named return type; the walk only descends into it when it is composite. */
+  /** The named return type. */
   readonly type: GraphQLNamedType;
-  readonly composite: boolean;
+  /** The return type when it is composite: the walk only descends into such a type. */
+  readonly target: CompositeCost | null;
   readonly slicing: readonly SlicingArgument[];
   readonly assumedSize: number | null;
   /** Child fields that take this (non-list) field's size, e.g. a Relay connection's `edges`. */
@@ -57,14 +67,35 @@ export interface FieldCost {
   readonly rules: readonly BucketRule[];
 }
 
+/**
+ * An object, interface or union type as the walk sees it: everything it
+ * would otherwise ask graphql-js (`isAbstractType`, `getPossibleTypes`,
+ * `isSubType`) per selection, answered once at start-up.
+ */
+export interface CompositeCost {
+  readonly type: GraphQLCompositeType;
+  readonly name: string;
+  /** An object type's fields by name; null for an interface or union. */
+  readonly fields: ReadonlyMap<string, FieldCost> | null;
+  /** An interface's or union's possible object types; null for an object type. */
+  readonly possibleTypes: readonly CompositeCost[] | null;
+  /** For an object type: the names of the interfaces and unions it belongs to, so a fragment on one of them applies. */
+  readonly abstractTypes: ReadonlySet<string>;
+}
+
 export interface SchemaCosts {
   readonly annotations: readonly TokenBucketAnnotation[];
   readonly bucketNames: readonly string[];
-  /** Per concrete object type (introspection types included), per field name. */
-  readonly fields: ReadonlyMap<GraphQLObjectType, ReadonlyMap<string, FieldCost>>;
+  /** Every object (introspection types included), interface and union type. */
+  readonly types: ReadonlyMap<GraphQLNamedType, CompositeCost>;
   /** `__typename`, `__schema`, `__type`: valid on types that do not declare them. */
   readonly metaFields: ReadonlyMap<string, FieldCost>;
-  readonly possibleTypes: ReadonlyMap<GraphQLNamedType, readonly GraphQLObjectType[]>;
+}
+
+interface MutableCompositeCost extends CompositeCost {
+  readonly fields: Map<string, FieldCost> | null;
+  possibleTypes: readonly CompositeCost[] | null;
+  readonly abstractTypes: Set<string>;
 }
 
 type Directable = Parameters<typeof getDirective>[1];
@@ -94,6 +125,7 @@ class Compiler {
   private readonly bucketIndex = new Map<string, number>();
   private readonly bucketsOf = new Map<object, readonly BucketRule[]>();
   private readonly typeWeights = new Map<GraphQLNamedType, number | null>();
+  private readonly composites = new Map<GraphQLNamedType, MutableCompositeCost>();
 
   constructor(private readonly schema: GraphQLSchema) {
     // Only directives the schema declares are read: another directive named
@@ -113,17 +145,38 @@ class Compiler {
       }
     }
 
-    const fields = new Map<GraphQLObjectType, Map<string, FieldCost>>();
-    const possibleTypes = new Map<GraphQLNamedType, readonly GraphQLObjectType[]>();
+    const composites = this.composites;
+    for (const type of types) {
+      if (isCompositeType(type)) {
+        composites.set(type, {
+          type,
+          name: type.name,
+          fields: isObjectType(type) ? new Map() : null,
+          possibleTypes: null,
+          abstractTypes: new Set(),
+        });
+      }
+    }
+    for (const type of types) {
+      if (isAbstractType(type)) {
+        const possibleTypes: CompositeCost[] = [];
+        for (const object of this.schema.getPossibleTypes(type)) {
+          const composite = composites.get(object);
+          if (composite === undefined) continue;
+          possibleTypes.push(composite);
+          // What `schema.isSubType(type, object)` answers.
+          composite.abstractTypes.add(type.name);
+        }
+        const abstract = composites.get(type);
+        if (abstract !== undefined) abstract.possibleTypes = Object.freeze(possibleTypes);
+      }
+    }
     for (const type of types) {
       if (isObjectType(type)) {
-        const byName = new Map<string, FieldCost>();
+        const byName = composites.get(type)?.fields;
         for (const field of Object.values(type.getFields())) {
-          byName.set(field.name, this.fieldCost(type, field));
+          byName?.set(field.name, this.fieldCost(type, field));
         }
-        fields.set(type, byName);
-      } else if (isAbstractType(type)) {
-        possibleTypes.set(type, this.schema.getPossibleTypes(type));
       }
     }
 
@@ -135,9 +188,8 @@ class Compiler {
     return {
       annotations: Object.freeze(this.annotations),
       bucketNames: Object.freeze([...this.bucketIndex.keys()]),
-      fields,
+      types: composites,
       metaFields,
-      possibleTypes,
     };
   }
 
@@ -174,7 +226,7 @@ class Compiler {
       weight,
       isList,
       type,
-      composite: isCompositeType(type),
+      target: this.composites.get(type) ?? null,
       slicing,
       assumedSize: listSize?.assumedSize ?? null,
       sizedFields,
@@ -284,11 +336,13 @@ class Compiler {
         if (argument === undefined) {
           throw new Error(`@listSize on ${coordinate}: slicing argument "${name}" is not an argument of the field`);
         }
-        slicing.push({ argument, path });
+        slicing.push({ argument, path, literal: literalKind(argument, path) });
       }
     } else {
       for (const argument of field.args) {
-        if (argument.name === 'first' || argument.name === 'last') slicing.push({ argument, path: [] });
+        if (argument.name === 'first' || argument.name === 'last') {
+          slicing.push({ argument, path: [], literal: literalKind(argument, []) });
+        }
       }
     }
     return slicing.length === 0 ? NO_SLICING : Object.freeze(slicing);
@@ -314,6 +368,13 @@ class Compiler {
       throw new Error(`@${name} on ${coordinate}: ${reason}`, { cause: error });
     }
   }
+}
+
+/** Only the built-in scalars themselves (not a custom scalar named `Int`) have a known `parseLiteral`. */
+function literalKind(argument: GraphQLArgument, path: readonly string[]): 'Int' | 'Float' | null {
+  if (path.length > 0) return null;
+  const type = getNullableType(argument.type);
+  return type === GraphQLInt ? 'Int' : type === GraphQLFloat ? 'Float' : null;
 }
 
 function stringList(value: unknown, what: string): readonly string[] | null {
