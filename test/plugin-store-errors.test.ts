@@ -278,6 +278,20 @@ describe('a store of another kind that fails', () => {
     expect(answer.ms).toBeLessThan(STORE_TIMEOUT_MS);
   });
 
+  it('with a store that has only acquire and reset (no acquireAll), limits and reports failures', async () => {
+    const memory = new MemoryStore();
+    const minimal: BucketStore = {
+      acquire: (bucket, key, cost) => memory.acquire(bucket, key, cost),
+      reset: (bucket, key) => memory.reset(bucket, key),
+    };
+    await expectLimiting(await serve(minimal, 'deny'));
+    const failing: BucketStore = {
+      acquire: () => Promise.reject(new Error('store is down')),
+      reset: () => Promise.resolve(false),
+    };
+    expectUnavailable(await (await serve(failing, 'deny')).http.post(TIGHT, freshUser()));
+  });
+
   it('with a store that works, onStoreError: deny limits as usual', async () => {
     await expectLimiting(await serve(new MemoryStore(), 'deny'));
   });

@@ -358,7 +358,7 @@ describe.each(['Redis', 'Redis Cluster'] as const)('RedisStore on %s against the
 
 // ---------------------------------------------------------------- denials of one call, every store
 
-const regressionStores: [string, () => BucketStore][] = [
+const regressionStores: [string, () => RedisStore | MemoryStore][] = [
   ['MemoryStore', () => new MemoryStore()],
   ['RedisStore on Redis', () => new RedisStore(redisTarget('Redis'), { prefix: uniquePrefix('model regressions') })],
   ['RedisStore on Redis Cluster', () => new RedisStore(redisTarget('Redis Cluster'), { prefix: uniquePrefix('model regressions') })],

@@ -2,14 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Rate } from '../src/rate.js';
-import type { BucketStore } from '../src/stores/bucket-store.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
 
 interface Subject {
-  store: BucketStore;
+  store: RedisStore | MemoryStore;
   /** The Redis client behind a RedisStore. */
   redis?: Redis | Cluster;
 }

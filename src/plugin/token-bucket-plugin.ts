@@ -5,7 +5,7 @@ import type { GraphQLSchema } from 'graphql';
 import { RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from '../client.js';
 import { CostModel, DEFAULT_LIST_SIZE } from '../cost/cost-model.js';
 import type { AcquireRequest, BatchAdmission } from '../stores/bucket-store.js';
-import { validateRequests } from '../stores/validate.js';
+import { acquireAllFrom, validateRequests } from '../stores/validate.js';
 import { TokenBucket } from '../token-bucket.js';
 import { DEFAULT_ON_STORE_ERROR, DEFAULT_STORE_TIMEOUT_MS } from './options.js';
 import type { TokenBucketPluginOptions } from './options.js';
@@ -89,7 +89,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 
           let result: BatchAdmission;
           try {
-            result = await withTimeout(Promise.resolve().then(() => store.acquireAll(requests)), storeTimeoutMs);
+            result = await withTimeout(Promise.resolve().then(() => acquireAllFrom(store, requests)), storeTimeoutMs);
           } catch (error) {
             // Any failure of the store, whatever its class (`fetch` rejects with a TypeError), is a store failure.
             if (onStoreError === 'deny') {
@@ -198,7 +198,7 @@ interface Settings<TContext extends BaseContext> {
 function validateOptions<TContext extends BaseContext>(options: TokenBucketPluginOptions<TContext>): Settings<TContext> {
   if (options === null || typeof options !== 'object') throw new TypeError('tokenBucketPlugin needs an options object');
   const { store, identify } = options;
-  if (!store || typeof store.acquireAll !== 'function') {
+  if (!store || (typeof store.acquireAll !== 'function' && typeof store.acquire !== 'function')) {
     throw new TypeError('tokenBucketPlugin option "store" must be a BucketStore, e.g. new RedisStore(redis) or new MemoryStore()');
   }
   if (typeof identify !== 'function') {

@@ -37,8 +37,12 @@ export type BatchAdmission =
 export interface BucketStore {
   /** Takes `cost` (default 1) tokens from the key's bucket, or nothing when it holds fewer. */
   acquire(bucket: TokenBucket, key: BucketKey, cost?: number): Promise<Admission>;
-  /** Takes every request's tokens, or none of them when any bucket is short. */
-  acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission>;
+  /**
+   * Takes every request's tokens, or none of them when any bucket is short.
+   * `RedisStore` and `MemoryStore` have it; the plugin calls a store without
+   * it once per bucket, which is not all or nothing.
+   */
+  acquireAll?(requests: readonly AcquireRequest[]): Promise<BatchAdmission>;
   /** Deletes the key's bucket (it is full again); true if it had been used. */
   reset(bucket: TokenBucket, key: BucketKey): Promise<boolean>;
   close?(): Promise<void>;

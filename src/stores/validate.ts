@@ -53,7 +53,7 @@ export function denial(denied: DeniedRequest[]): BatchAdmission {
 
 /** One request as an all-or-nothing call of one: both stores answer `acquire` this way. */
 export async function acquireOne(
-  store: Pick<BucketStore, 'acquireAll'>,
+  store: Required<Pick<BucketStore, 'acquireAll'>>,
   bucket: TokenBucket,
   key: BucketKey,
   cost: number,
@@ -64,4 +64,20 @@ export async function acquireOne(
   return result.allowed
     ? { allowed: true, remaining: result.remaining[0] ?? 0 }
     : { allowed: false, retryAfterMs: result.retryAfterMs };
+}
+
+/**
+ * `acquireAll` on any store. A store without it (only the `acquire` of the
+ * interface) is asked one request at a time: it stops at the first denial,
+ * but tokens already taken from earlier buckets stay taken.
+ */
+export async function acquireAllFrom(store: BucketStore, requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
+  if (store.acquireAll) return store.acquireAll(requests);
+  const remaining: number[] = [];
+  for (const [index, { bucket, key, cost }] of requests.entries()) {
+    const answer = await store.acquire(bucket, key, cost);
+    if (!answer.allowed) return denial([{ index, retryAfterMs: answer.retryAfterMs }]);
+    remaining.push(answer.remaining);
+  }
+  return { allowed: true, remaining };
 }

@@ -140,7 +140,7 @@ export class RecordingStore implements BucketStore {
   /** Parallel to `calls`. */
   readonly outcomes: ('pending' | 'fulfilled' | 'rejected')[] = [];
 
-  constructor(readonly inner: BucketStore) {}
+  constructor(readonly inner: Required<Pick<BucketStore, 'acquire' | 'acquireAll' | 'reset'>>) {}
 
   /** How many `acquireAll` calls have not settled yet. */
   get pending(): number {
