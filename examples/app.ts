@@ -67,6 +67,9 @@ export function createExampleServer(options: ExampleOptions = {}): ApolloServer<
         buckets: Object.values(buckets),
         identify: ({ contextValue }, bucket) => (bucket === buckets.login ? contextValue.ip : (contextValue.user ?? contextValue.ip)),
         reportCost: true,
+        // Apollo Sandbox introspects this server (about 15,000 tokens of `api`
+        // with the default list size); production servers turn introspection off.
+        chargeIntrospection: false,
         ...options.plugin,
       }),
     ],

@@ -27,7 +27,8 @@ request and the ones before it in the call.
 --]]
 
 local MAX_SAFE = 9007199254740991
--- Refill time below half a microsecond is float noise, not tokens.
+-- Refill time below half a microsecond is float noise, not tokens; at rates
+-- faster than 2 tokens per microsecond, below a thousandth of a token.
 local SLACK_US = 0.5
 
 local tonumber, floor, ceil, format = tonumber, math.floor, math.ceil, string.format
@@ -92,18 +93,27 @@ for i = 1, n do
   local interval = period / tokens -- microseconds per token
   local total = (asked[key] or 0) + cost
   asked[key] = total
-  local after = current + cost * interval
+  local need = cost * interval
+  local after = current + need
+  if after - current < need then
+    -- Microsecond times near 2^51 keep quarter-microsecond steps: a cost
+    -- below that would round away and take nothing. Round up instead.
+    local _, e = math.frexp(current)
+    after = after + 2 ^ (e - 53)
+  end
   state[key] = after
 
   local deficit = after - now
   local limit = capacity * interval
+  local slack = SLACK_US
+  if interval < 1000 * SLACK_US then slack = interval / 1000 end
   if total > capacity then
     out[i + 1] = -1
     short[i] = true
-  elseif deficit <= limit + SLACK_US then
-    out[i + 1] = floor((limit - deficit + SLACK_US) / interval)
+  elseif deficit <= limit + slack then
+    out[i + 1] = floor((limit - deficit + slack) / interval)
   else
-    out[i + 1] = ceil((deficit - limit - SLACK_US) / 1000) -- when the slack above admits it
+    out[i + 1] = ceil((deficit - limit - slack) / 1000) -- when the slack above admits it
     short[i] = true
   end
 end

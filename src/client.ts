@@ -21,7 +21,8 @@ function errorsOf(value: unknown, depth = 0): unknown[] {
   if (Array.isArray(candidate.errors)) found.push(...candidate.errors);
   if (Array.isArray(candidate.graphQLErrors)) found.push(...candidate.graphQLErrors);
   if ('extensions' in candidate) found.push(candidate);
-  for (const nested of ['result', 'response', 'body', 'cause']) {
+  // Apollo Client puts a non-2xx response's body in networkError.result.
+  for (const nested of ['result', 'response', 'body', 'cause', 'networkError']) {
     const inner = candidate[nested];
     if (inner !== candidate) found.push(...errorsOf(inner, depth + 1));
   }

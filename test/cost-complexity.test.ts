@@ -11,8 +11,8 @@ function schemaOf(sdl: string): GraphQLSchema {
   return buildSchema(`${tokenBucketDirectiveTypeDefs}\n${sdl}`);
 }
 
-function pricer(schema: GraphQLSchema, defaultListSize?: number) {
-  const model = new CostModel(schema, { defaultListSize });
+function pricer(schema: GraphQLSchema, defaultListSize?: number, chargeIntrospection?: boolean) {
+  const model = new CostModel(schema, { defaultListSize, chargeIntrospection });
   return (query: string, variables?: Record<string, unknown>): Record<string, number> => {
     const document = parse(query);
     expect(validate(schema, document)).toEqual([]);
@@ -211,8 +211,7 @@ describe('@listSize', () => {
 });
 
 describe('type-level @tokenBucket', () => {
-  const costOf = pricer(
-    schemaOf(`
+  const schema = schemaOf(`
       type Query @tokenBucket(name: "api") {
         posts(first: Int): [Post]
         search(first: Int): [Post] @tokenBucket(name: "api", cost: 100)
@@ -222,8 +221,8 @@ describe('type-level @tokenBucket', () => {
       type Post { title: String author: User }
       type User @tokenBucket(name: "users", cost: 2) { name: String friends(first: Int): [User] }
       type Stats { count: Int }
-    `),
-  );
+    `);
+  const costOf = pricer(schema);
 
   it("charges an operation's whole complexity", () => {
     expect(costOf('{ posts(first: 3) { author { name } } }')).toEqual({ api: 4, users: 6 });
@@ -243,9 +242,13 @@ describe('type-level @tokenBucket', () => {
     expect(costOf('{ posts(first: 1) { author { name friends(first: 2) { name } } } }')).toEqual({ api: 3, users: 8 });
   });
 
-  it('does not apply to introspection meta fields', () => {
+  it('charges introspection on the query type, by its complexity, unless told not to', () => {
+    const introspection = '{ __schema { types { name fields { name } } } __type(name: "Post") { name } }';
+    // __schema 1 + types (1 + 10 x fields 1) = 12, __type 1
+    expect(costOf(introspection)).toEqual({ api: 13 });
+    expect(pricer(schema, undefined, false)(introspection)).toEqual({});
+    // __typename weighs nothing and carries no bucket
     expect(costOf('{ __typename }')).toEqual({});
-    expect(costOf('{ __schema { types { name fields { name } } } __type(name: "Post") { name } }')).toEqual({});
     expect(costOf('{ posts(first: 2) { __typename title } __typename }')).toEqual({ api: 1 });
   });
 });

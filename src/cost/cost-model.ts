@@ -12,6 +12,11 @@ export const DEFAULT_LIST_SIZE = 10;
 export interface CostModelOptions {
   /** Size of a list whose size nothing in the operation or schema states. Default `DEFAULT_LIST_SIZE` (10). */
   defaultListSize?: number | undefined;
+  /**
+   * Charge `__schema` and `__type` like the query type's own fields, so that a
+   * type-level directive on it prices introspection too. Default `true`.
+   */
+  chargeIntrospection?: boolean | undefined;
 }
 
 const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -47,7 +52,7 @@ export class CostModel {
     }
     this.schema = schema;
     this.defaultListSize = defaultListSize;
-    this.costs = compileSchemaCosts(schema);
+    this.costs = compileSchemaCosts(schema, options.chargeIntrospection !== false);
     this.annotations = this.costs.annotations;
     this.buckets = new Set(this.costs.bucketNames);
   }
@@ -82,7 +87,10 @@ export class CostModel {
       root,
     );
     this.costs.bucketNames.forEach((name, b) => {
-      if (touched[b] === 1) result.set(name, Math.ceil(charges[b] ?? 0));
+      // Decimal weights add up with binary rounding error (10 × 0.3 is
+      // 3.0000000000000004): a relative hair below is still the whole number.
+      const charge = charges[b] ?? 0;
+      if (touched[b] === 1) result.set(name, Math.ceil(charge - Math.min(charge * 1e-12, 1e-6)));
     });
     return result;
   }

@@ -291,7 +291,9 @@ class Walk {
     for (let s = 0; s < slicing.length; s++) {
       const argument = slicing[s];
       if (argument === undefined) continue;
-      const value = this.argumentValue(node, argument);
+      let value = this.argumentValue(node, argument);
+      // A Float literal like 1e400 is Infinity to the resolver: as huge as it gets, not absent.
+      if (value === Number.POSITIVE_INFINITY) value = Number.MAX_VALUE;
       if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && (size === null || value > size)) {
         size = value;
       }

@@ -114,8 +114,8 @@ const NO_SLICING: readonly SlicingArgument[] = Object.freeze([]);
  * flattens them into per-field lookups, so that pricing an operation never
  * touches a directive.
  */
-export function compileSchemaCosts(schema: GraphQLSchema): SchemaCosts {
-  return new Compiler(schema).compile();
+export function compileSchemaCosts(schema: GraphQLSchema, chargeIntrospection = true): SchemaCosts {
+  return new Compiler(schema, chargeIntrospection).compile();
 }
 
 class Compiler {
@@ -127,7 +127,10 @@ class Compiler {
   private readonly typeWeights = new Map<GraphQLNamedType, number | null>();
   private readonly composites = new Map<GraphQLNamedType, MutableCompositeCost>();
 
-  constructor(private readonly schema: GraphQLSchema) {
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly chargeIntrospection: boolean,
+  ) {
     // Only directives the schema declares are read: another directive named
     // `cost` without a `weight` is not the IBM one.
     this.readsCost = schema.getDirective('cost')?.args.some((a) => a.name === 'weight') ?? false;
@@ -178,6 +181,14 @@ class Compiler {
           byName?.set(field.name, this.fieldCost(type, field));
         }
       }
+    }
+
+    // Introspection is part of "every operation's whole complexity": the root
+    // query type's own directives apply to __schema and __type as to its fields.
+    const query = this.schema.getQueryType();
+    const rootFields = query ? composites.get(query)?.fields : undefined;
+    if (query && rootFields && this.chargeIntrospection) {
+      for (const meta of [SchemaMetaFieldDef, TypeMetaFieldDef]) rootFields.set(meta.name, this.fieldCost(query, meta));
     }
 
     const metaFields = new Map<string, FieldCost>();

@@ -28,6 +28,13 @@ export interface TokenBucketPluginOptions<TContext extends BaseContext = BaseCon
   onStoreError?: 'allow' | 'deny';
   /** How long an operation waits for the store, in ms, before `onStoreError` applies. Default `DEFAULT_STORE_TIMEOUT_MS` (1000). */
   storeTimeoutMs?: number;
+  /**
+   * Charge introspection (`__schema`, `__type`) like the query type's own
+   * fields: a type-level `@tokenBucket` on `Query` then prices it too. Default
+   * `true`. Tools that introspect often in development (Apollo Sandbox, IDEs)
+   * may need `false` there; Apollo Server disables introspection in production.
+   */
+  chargeIntrospection?: boolean;
   /** Add `extensions.rateLimit: { [bucket]: { cost, remaining, capacity } }` to responses. Default `false`. */
   reportCost?: boolean;
 }

@@ -38,16 +38,18 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   options: TokenBucketPluginOptions<TContext>,
 ): ApolloServerPlugin<TContext> {
   const settings = validateOptions(options);
-  const { store, identify, onStoreError, storeTimeoutMs, reportCost, defaultListSize } = settings;
-  let model: CostModel | undefined;
-  let modelSchema: GraphQLSchema | undefined;
+  const { store, identify, onStoreError, storeTimeoutMs, reportCost, defaultListSize, chargeIntrospection } = settings;
+  // Per schema: one plugin instance may serve several servers, or a gateway's updates.
+  const models = new WeakMap<GraphQLSchema, CostModel>();
 
-  const load = (schema: GraphQLSchema): void => {
-    if (schema === modelSchema) return;
-    const next = new CostModel(schema, { defaultListSize });
-    checkAnnotations(next, settings.buckets);
-    model = next;
-    modelSchema = schema;
+  const load = (schema: GraphQLSchema): CostModel => {
+    let model = models.get(schema);
+    if (!model) {
+      model = new CostModel(schema, { defaultListSize, chargeIntrospection });
+      checkAnnotations(model, settings.buckets);
+      models.set(schema, model);
+    }
+    return model;
   };
 
   return {
@@ -67,8 +69,8 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
       return {
         async didResolveOperation(requestContext) {
           const { document, operation } = requestContext;
-          if (!model || !operation) return;
-          const costs = model.costOf(document, operation, requestContext.request.variables);
+          if (!operation) return;
+          const costs = load(requestContext.schema).costOf(document, operation, requestContext.request.variables);
           if (costs.size === 0) return;
 
           const charges: Charge[] = [];
@@ -190,6 +192,7 @@ interface Settings<TContext extends BaseContext> {
   buckets: Map<string, TokenBucket>;
   identify: TokenBucketPluginOptions<TContext>['identify'];
   defaultListSize: number;
+  chargeIntrospection: boolean;
   onStoreError: 'allow' | 'deny';
   storeTimeoutMs: number;
   reportCost: boolean;
@@ -223,7 +226,16 @@ function validateOptions<TContext extends BaseContext>(options: TokenBucketPlugi
   if (typeof storeTimeoutMs !== 'number' || !(storeTimeoutMs > 0) || storeTimeoutMs > 2_147_483_647) {
     throw new RangeError(`tokenBucketPlugin option "storeTimeoutMs" must be a positive number of milliseconds, got ${String(storeTimeoutMs)}`);
   }
-  return { store, buckets, identify, defaultListSize, onStoreError, storeTimeoutMs, reportCost: options.reportCost === true };
+  return {
+    store,
+    buckets,
+    identify,
+    defaultListSize,
+    chargeIntrospection: options.chargeIntrospection !== false,
+    onStoreError,
+    storeTimeoutMs,
+    reportCost: options.reportCost === true,
+  };
 }
 
 /** Start-up check: every annotation names a known bucket and can ever succeed. */

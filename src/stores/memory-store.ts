@@ -19,7 +19,10 @@ export interface MemoryStoreOptions {
 /** Default interval between sweeps of buckets that are full again. */
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
 
-/** Refill time below half a microsecond is float noise, not tokens (as in lua/acquire.lua). */
+/**
+ * Refill time below half a microsecond is float noise, not tokens; at rates
+ * faster than 2 tokens per microsecond, below a thousandth of a token (as in lua/acquire.lua).
+ */
 const SLACK_US = 0.5;
 
 const systemClock = (): number => performance.timeOrigin + performance.now();
@@ -83,17 +86,22 @@ export class MemoryStore implements BucketStore {
       const total = (asked.get(id) ?? 0) + cost;
       asked.set(id, total);
       const interval = bucket.rate.periodUs / bucket.rate.tokens;
-      const after = current + cost * interval;
+      const need = cost * interval;
+      let after = current + need;
+      // Microsecond times near 2^51 keep quarter-microsecond steps: a cost
+      // below that would round away and take nothing. Round up instead.
+      if (after - current < need) after += 2 ** (Math.floor(Math.log2(current)) - 52);
       state.set(id, after);
 
       const deficit = after - now;
       const limit = bucket.capacity * interval;
+      const slack = Math.min(SLACK_US, interval / 1000);
       if (total > bucket.capacity) {
         denied.push({ index, retryAfterMs: null });
-      } else if (deficit <= limit + SLACK_US) {
-        remaining.push(Math.floor((limit - deficit + SLACK_US) / interval));
+      } else if (deficit <= limit + slack) {
+        remaining.push(Math.floor((limit - deficit + slack) / interval));
       } else {
-        denied.push({ index, retryAfterMs: Math.ceil((deficit - limit - SLACK_US) / 1000) });
+        denied.push({ index, retryAfterMs: Math.ceil((deficit - limit - slack) / 1000) });
       }
     });
     if (denied.length > 0) return denial(denied);
