@@ -58,12 +58,19 @@ end
 
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2] -- microseconds
-local stored = redis.call('MGET', unpack(KEYS))
+-- One request (the common case) needs no tables beyond the reply.
+local single = n == 1
+local stored -- the value of KEYS[1], or of every key (false where missing)
+if single then
+  stored = redis.call('GET', KEYS[1])
+else
+  stored = redis.call('MGET', unpack(KEYS))
+end
 
 local out = {1}
-local short = {} -- i -> true when request i is short
-local state = {} -- key -> fullAt so far in this call, counting every request before
-local asked = {} -- key -> tokens asked of the bucket so far in this call
+local short = nil -- i -> true when request i is short, once one is
+local state = not single and {} or nil -- key -> fullAt so far in this call, counting every request before
+local asked = not single and {} or nil -- key -> tokens asked of the bucket so far in this call
 
 for i = 1, n do
   local key = KEYS[i]
@@ -77,9 +84,10 @@ for i = 1, n do
     return bad_request(i)
   end
 
-  local current = state[key]
+  local current = state and state[key]
   if current == nil then
-    local value = stored[i]
+    local value = stored
+    if not single then value = stored[i] end
     if value then
       current = tonumber(value)
       if current == nil then
@@ -91,8 +99,11 @@ for i = 1, n do
     end
   end
   local interval = period / tokens -- microseconds per token
-  local total = (asked[key] or 0) + cost
-  asked[key] = total
+  local total = cost
+  if asked then
+    total = (asked[key] or 0) + cost
+    asked[key] = total
+  end
   local need = cost * interval
   local after = current + need
   if after - current < need then
@@ -101,7 +112,7 @@ for i = 1, n do
     local _, e = math.frexp(current)
     after = after + 2 ^ (e - 53)
   end
-  state[key] = after
+  if single then state = after else state[key] = after end
 
   local deficit = after - now
   local limit = capacity * interval
@@ -109,16 +120,18 @@ for i = 1, n do
   if interval < 1000 * SLACK_US then slack = interval / 1000 end
   if total > capacity then
     out[i + 1] = -1
+    short = short or {}
     short[i] = true
   elseif deficit <= limit + slack then
     out[i + 1] = floor((limit - deficit + slack) / interval)
   else
     out[i + 1] = ceil((deficit - limit - slack) / 1000) -- when the slack above admits it
+    short = short or {}
     short[i] = true
   end
 end
 
-if next(short) ~= nil then
+if short then
   out[1] = 0
   for i = 1, n do
     if not short[i] then out[i + 1] = -2 end
@@ -126,13 +139,17 @@ if next(short) ~= nil then
   return out
 end
 
+-- %.17g keeps every digit (tostring keeps 14); a whole number stays one,
+-- which Redis stores in its compact integer encoding.
+local function save(key, at)
+  if at > now then redis.call('SET', key, format('%.17g', at), 'PXAT', ceil(at / 1000)) end
+end
+
 if write then
-  for key, at in pairs(state) do
-    if at > now then
-      -- %.17g keeps every digit (tostring keeps 14); a whole number stays one,
-      -- which Redis stores in its compact integer encoding
-      redis.call('SET', key, format('%.17g', at), 'PXAT', ceil(at / 1000))
-    end
+  if single then
+    save(KEYS[1], state)
+  else
+    for key, at in pairs(state) do save(key, at) end
   end
 end
 return out
