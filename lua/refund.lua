@@ -11,13 +11,6 @@ ARGV[4i]    cost        tokens to give back, non-negative integer
 Returns the number of keys changed.
 --]]
 
-local function format_time(us)
-  if math.floor(us) == us then
-    return string.format('%.0f', us)
-  end
-  return string.format('%.17g', us)
-end
-
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2]) -- microseconds
 local changed = 0
@@ -36,7 +29,8 @@ for i = 1, #KEYS do
     if at <= now then
       redis.call('DEL', key)
     else
-      redis.call('SET', key, format_time(at), 'PXAT', math.ceil(at / 1000))
+      -- as in acquire.lua: %.17g keeps every digit, and a whole number stays one
+      redis.call('SET', key, string.format('%.17g', at), 'PXAT', math.ceil(at / 1000))
     end
     changed = changed + 1
   end

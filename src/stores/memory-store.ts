@@ -39,6 +39,7 @@ export class MemoryStore implements BucketStore {
   private readonly fullAt = new Map<string, number>();
   private readonly now: () => number;
   private readonly sweepIntervalMs: number;
+  /** µs, like every time kept here */
   private nextSweep: number;
   private timer: ReturnType<typeof setInterval> | undefined;
 
@@ -52,7 +53,7 @@ export class MemoryStore implements BucketStore {
     }
     this.now = options.now ?? systemClock;
     this.sweepIntervalMs = sweep;
-    this.nextSweep = this.now() + sweep;
+    this.nextSweep = (this.now() + sweep) * 1000;
     if (options.now === undefined) {
       this.timer = setInterval(() => this.sweep(this.nowUs()), sweep);
       this.timer.unref();
@@ -72,7 +73,7 @@ export class MemoryStore implements BucketStore {
   async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
     validateRequests(requests);
     const now = this.nowUs();
-    if (now >= this.nextSweep * 1000) this.sweep(now);
+    if (now >= this.nextSweep) this.sweep(now);
 
     // The same steps as lua/acquire.lua: every request of the call counts
     // against its bucket, and only an all-admitted call is written.
@@ -131,7 +132,7 @@ export class MemoryStore implements BucketStore {
   }
 
   private sweep(nowUs: number): void {
-    this.nextSweep = nowUs / 1000 + this.sweepIntervalMs;
+    this.nextSweep = nowUs + this.sweepIntervalMs * 1000;
     for (const [id, at] of this.fullAt) {
       if (at <= nowUs) this.fullAt.delete(id);
     }

@@ -76,10 +76,9 @@ export class RedisStore implements BucketStore {
     indexes: readonly number[],
     checkOnly = false,
   ): Promise<BatchAdmission> {
-    const keys = indexes.map((i) => redisKey(this.prefix, tags[i] ?? '', requests[i]!.bucket));
     const args = scriptArgs(requests, indexes);
     if (checkOnly) args.push('check');
-    const reply = await this.acquireLua.run(this.client, keys, args);
+    const reply = await this.acquireLua.run(this.client, this.keysOf(requests, tags, indexes), args);
     return parseReply(reply, indexes.length);
   }
 
@@ -121,11 +120,12 @@ export class RedisStore implements BucketStore {
 
   private async refund(requests: readonly AcquireRequest[], tags: readonly string[], taken: number[][]): Promise<void> {
     await Promise.all(
-      taken.map((indexes) => {
-        const keys = indexes.map((i) => redisKey(this.prefix, tags[i] ?? '', requests[i]!.bucket));
-        return this.refundLua.run(this.client, keys, scriptArgs(requests, indexes));
-      }),
+      taken.map((indexes) => this.refundLua.run(this.client, this.keysOf(requests, tags, indexes), scriptArgs(requests, indexes))),
     );
+  }
+
+  private keysOf(requests: readonly AcquireRequest[], tags: readonly string[], indexes: readonly number[]): string[] {
+    return indexes.map((i) => redisKey(this.prefix, tags[i] ?? '', requests[i]!.bucket));
   }
 }
 
