@@ -1,0 +1,96 @@
+import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext, GraphQLRequestListener } from '@apollo/server';
+import { GraphQLError } from 'graphql';
+import { rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import type { HttpExtension } from '../core/errors.js';
+import { Limiter } from '../core/limiter.js';
+import type { BucketReport } from '../core/limiter.js';
+import type { TokenBucketPluginOptions } from './options.js';
+
+/**
+ * Apollo Server reads an error's `extensions.http` as `{ status, headers }`
+ * with `headers` a `Map` (its `HeaderMap` is one). `Retry-After` is set in
+ * `willSendResponse` instead, where a batch's longest wait can be kept.
+ */
+const apolloHttp: HttpExtension = (status) => ({ status, headers: new Map<string, string>() });
+
+/**
+ * The Apollo Server plugin: after validation it computes what the operation
+ * costs per bucket, takes all of it in one store call, and answers with
+ * `RATE_LIMITED` (HTTP 429) before any resolver runs when a bucket is short.
+ */
+export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
+  options: TokenBucketPluginOptions<TContext>,
+): ApolloServerPlugin<TContext> {
+  const limiter = new Limiter<GraphQLRequestContext<TContext>>(options, 'tokenBucketPlugin');
+  const { reportCost } = limiter.settings;
+
+  return {
+    async serverWillStart({ schema, logger }) {
+      limiter.load(schema);
+      return {
+        schemaDidLoadOrUpdate({ apiSchema }) {
+          // The first call is the schema just checked; later ones are a gateway's updates.
+          limiter.modelFor(apiSchema, logger);
+        },
+      };
+    },
+
+    async requestDidStart(): Promise<GraphQLRequestListener<TContext>> {
+      let report: Record<string, BucketReport> | undefined;
+      let retryAfterSeconds: number | undefined;
+
+      return {
+        async didResolveOperation(requestContext) {
+          const { document, operation, schema, logger } = requestContext;
+          if (!operation) return;
+          let decision;
+          try {
+            decision = await limiter.decide({
+              schema,
+              document,
+              operation,
+              variables: requestContext.request.variables,
+              context: requestContext,
+              logger,
+            });
+          } catch (error) {
+            // An operation the cost analysis refuses is the client's to fix.
+            if (error instanceof GraphQLError) throw withHttpStatus(error, 400, apolloHttp);
+            throw error;
+          }
+          switch (decision.kind) {
+            case 'denied':
+              if (decision.retryAfterMs !== null) retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000);
+              throw rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, apolloHttp);
+            case 'store_error':
+              if (!decision.allowed) throw unavailableError(apolloHttp);
+              return;
+            case 'allowed':
+              if (reportCost) report = limiter.report(decision);
+              return;
+            case 'free':
+              return;
+          }
+        },
+
+        async willSendResponse(requestContext) {
+          const http = requestContext.response.http;
+          if (retryAfterSeconds !== undefined) {
+            // A batch shares one HTTP head: keep the longest wait of its operations.
+            const existing = Number(http.headers.get('retry-after'));
+            const seconds = Number.isFinite(existing) ? Math.max(existing, retryAfterSeconds) : retryAfterSeconds;
+            http.headers.set('retry-after', String(seconds));
+          }
+          if (report) {
+            const body = requestContext.response.body;
+            if (body?.kind === 'single') {
+              body.singleResult.extensions = { ...body.singleResult.extensions, rateLimit: report };
+            } else if (body?.kind === 'incremental') {
+              body.initialResult.extensions = { ...body.initialResult.extensions, rateLimit: report };
+            }
+          }
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import { GraphQLError } from 'graphql';
+import { RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from '../client.js';
+import type { TokenBucket } from '../token-bucket.js';
+
+/**
+ * How a server's transport wants an error's HTTP status and headers: Apollo
+ * Server and GraphQL Yoga both read `extensions.http`, each in its own shape.
+ * Transports without HTTP (graphql-ws) give none.
+ */
+export type HttpExtension = (status: number, headers: Readonly<Record<string, string>>) => unknown;
+
+/** The error of an operation a bucket denies: `retryAfterMs` null when it can never succeed. */
+export function rateLimitedError(
+  bucket: TokenBucket,
+  cost: number,
+  retryAfterMs: number | null,
+  http?: HttpExtension,
+): GraphQLError {
+  const tokens = cost === 1 ? '1 token' : `${cost} tokens`;
+  const message =
+    retryAfterMs === null
+      ? `This operation costs ${tokens} of "${bucket.name}", more than its capacity of ${bucket.capacity}: it can never succeed. Split it into smaller operations.`
+      : `Rate limit of "${bucket.name}" exceeded: this operation costs ${tokens}. Retry after ${retryAfterMs / 1000} s.`;
+  const headers: Record<string, string> = retryAfterMs === null ? {} : { 'retry-after': String(Math.ceil(retryAfterMs / 1000)) };
+  return new GraphQLError(message, {
+    extensions: {
+      code: RATE_LIMITED,
+      retryAfter: retryAfterMs === null ? null : retryAfterMs / 1000,
+      bucket: bucket.name,
+      cost,
+      ...(http ? { http: http(429, headers) } : {}),
+    },
+  });
+}
+
+/** The error of an operation denied because the store failed under `onStoreError: 'deny'`. */
+export function unavailableError(http?: HttpExtension): GraphQLError {
+  return new GraphQLError('The rate limiter is unavailable; try again shortly.', {
+    extensions: { code: RATE_LIMITER_UNAVAILABLE, ...(http ? { http: http(503, {}) } : {}) },
+  });
+}
+
+/** A GraphQL error the cost analysis raised (an operation it refuses to price): a client error. */
+export function withHttpStatus(error: GraphQLError, status: number, http?: HttpExtension): GraphQLError {
+  if (!http) return error;
+  return new GraphQLError(error.message, {
+    nodes: error.nodes ?? null,
+    source: error.source ?? null,
+    positions: error.positions ?? null,
+    path: error.path ?? null,
+    originalError: error.originalError ?? null,
+    extensions: { ...error.extensions, http: http(status, {}) },
+  });
+}
+
+export function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
