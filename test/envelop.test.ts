@@ -4,7 +4,9 @@
 // tokens all or nothing in one store call, charges each operation of a batch
 // on its own, and limits subscriptions served over SSE.
 import type { IncomingMessage } from 'node:http';
+import { envelop, useEngine, useSchema } from '@envelop/core';
 import { makeExecutableSchema } from '@graphql-tools/schema';
+import * as GraphQLJS from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import type { YogaInitialContext } from 'graphql-yoga';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -350,5 +352,30 @@ describe('useTokenBucket set-up', () => {
       /useTokenBucket option "logger" must have warn and error methods/,
     );
     expect(() => useTokenBucket({ store: {} as unknown as MemoryStore, buckets: [live], identify: () => 'x' })).toThrow(/option "store" must be a BucketStore/);
+  });
+});
+
+describe('useTokenBucket in plain envelop', () => {
+  it('prices each execution and hands back the error with its HTTP status and Retry-After in extensions.http', async () => {
+    const schema = makeExecutableSchema({ typeDefs, resolvers: { Query: { hello: () => 'hi' } } });
+    const getEnveloped = envelop({
+      plugins: [useEngine(GraphQLJS), useSchema(schema), useTokenBucket({ store: new MemoryStore(), buckets: [live], identify: () => 'me', reportCost: true })],
+    });
+    const results: unknown[] = [];
+    for (let i = 0; i < 4; i++) {
+      const { parse, validate, contextFactory, execute, schema: served } = getEnveloped({});
+      const document = parse('{ hello }');
+      expect(validate(served, document)).toEqual([]);
+      results.push(JSON.parse(JSON.stringify(await execute({ document, schema: served, contextValue: await contextFactory() }))));
+    }
+    expect(results.slice(0, 3)).toEqual([2, 1, 0].map((remaining) => ({ data: { hello: 'hi' }, extensions: { rateLimit: { live: { cost: 1, remaining, capacity: 3 } } } })));
+    expect(results[3]).toEqual({
+      errors: [
+        {
+          message: expect.any(String),
+          extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number), bucket: 'live', cost: 1, http: { status: 429, headers: { 'retry-after': '60' } } },
+        },
+      ],
+    });
   });
 });
