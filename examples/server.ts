@@ -1,8 +1,8 @@
-// `npm start`: the example server on http://localhost:4000 (or PORT).
+// `npm start`: the example server on http://localhost:4000 (or PORT), with
+// subscriptions over WebSocket (graphql-ws) on ws://localhost:4000.
 // Uses an in-memory store, or Redis when REDIS_URL is set.
-import { startStandaloneServer } from '@apollo/server/standalone';
 import { Redis } from 'ioredis';
-import { createExampleServer, exampleContext, storeFromEnvironment } from './app.js';
+import { startExampleServer, storeFromEnvironment } from './app.js';
 
 const port = Number(process.env.PORT ?? 4000);
 const redis = process.env.REDIS_URL
@@ -16,12 +16,11 @@ const redis = process.env.REDIS_URL
   : undefined;
 redis?.on('error', (error: Error) => console.error(`redis: ${error.message}`));
 
-const server = createExampleServer({ store: storeFromEnvironment(redis) });
-const { url } = await startStandaloneServer(server, { listen: { port }, context: exampleContext });
-console.log(`graphql-token-bucket example ready at ${url} (store: ${redis ? 'Redis' : 'memory'})`);
+const example = await startExampleServer({ store: storeFromEnvironment(redis), port });
+console.log(`graphql-token-bucket example ready at ${example.url}, subscriptions at ${example.wsUrl} (store: ${redis ? 'Redis' : 'memory'})`);
 
 const shutdown = (): void => {
-  void server.stop().finally(() => {
+  void example.stop().finally(() => {
     redis?.disconnect();
     process.exit(0);
   });

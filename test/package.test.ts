@@ -2,7 +2,7 @@
 // way a user's Node loads them. (The SDL file's text is checked against
 // `tokenBucketDirectiveTypeDefs` in directive.test.ts.)
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +30,19 @@ async function node(cwd: string, source: string): Promise<string> {
 
 describe('the published package', () => {
   it('ships the built entry points, the Lua script and the directive SDL', () => {
-    for (const file of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/client.js', 'dist/src/client.d.ts', 'lua/acquire.lua', 'schema/token-bucket.graphql', 'package.json']) {
+    for (const file of [
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/client.js',
+      'dist/src/client.d.ts',
+      'dist/src/envelop/index.js',
+      'dist/src/envelop/index.d.ts',
+      'dist/src/graphql-ws/index.js',
+      'dist/src/graphql-ws/index.d.ts',
+      'lua/acquire.lua',
+      'schema/token-bucket.graphql',
+      'package.json',
+    ]) {
       expect(files).toContain(file);
     }
   });
@@ -69,6 +81,69 @@ describe('the published package', () => {
          ]));`,
       );
       expect(JSON.parse(out)).toEqual([null, 2]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('resolves ./envelop and ./graphql-ws through its exports', async () => {
+    const out = await node(
+      root,
+      `const envelop = await import('graphql-token-bucket/envelop');
+       const ws = await import('graphql-token-bucket/graphql-ws');
+       console.log(JSON.stringify([typeof envelop.useTokenBucket, typeof ws.tokenBucketSubscriptions, envelop.DEFAULT_CHARGE_EACH_EVENT, ws.DEFAULT_CHARGE_EACH_EVENT]));`,
+    );
+    expect(JSON.parse(out)).toEqual(['function', 'function', false, false]);
+  });
+
+  it('loads the root, ./envelop and ./graphql-ws with only graphql and its own dependency installed', async () => {
+    // A project of its own: the packed files under node_modules, beside graphql
+    // and @graphql-tools/utils only (no @apollo/server, @envelop/core,
+    // graphql-ws or ioredis anywhere Node looks).
+    const dir = mkdtempSync(join(tmpdir(), 'gtb-peers-'));
+    try {
+      const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
+      mkdirSync(pkg, { recursive: true });
+      for (const file of files) {
+        mkdirSync(join(pkg, file, '..'), { recursive: true });
+        cpSync(join(root, file), join(pkg, file));
+      }
+      mkdirSync(join(dir, 'node_modules', '@graphql-tools'), { recursive: true });
+      symlinkSync(join(root, 'node_modules', 'graphql'), join(dir, 'node_modules', 'graphql'), 'dir');
+      symlinkSync(join(root, 'node_modules', '@graphql-tools', 'utils'), join(dir, 'node_modules', '@graphql-tools', 'utils'), 'dir');
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
+      const out = await node(
+        dir,
+        `const absent = [];
+         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis']) {
+           try { await import(name); } catch (error) { if (error.code === 'ERR_MODULE_NOT_FOUND') absent.push(name); }
+         }
+         const { buildSchema } = await import('graphql');
+         const pkg = await import('graphql-token-bucket');
+         const { useTokenBucket } = await import('graphql-token-bucket/envelop');
+         const { tokenBucketSubscriptions } = await import('graphql-token-bucket/graphql-ws');
+         const schema = buildSchema(pkg.tokenBucketDirectiveTypeDefs + ' type Query { a: Int } type Subscription { s: Int @tokenBucket(name: "s", cost: 1) }');
+         const options = { store: new pkg.MemoryStore(), buckets: [new pkg.TokenBucket('s', 1, pkg.Rate.perHour(1))], identify: () => 'me' };
+         const plugin = pkg.tokenBucketPlugin(options);
+         const yoga = useTokenBucket(options);
+         const hooks = tokenBucketSubscriptions({ ...options, schema });
+         // Two subscriptions over one graphql-ws context: the second finds the bucket empty.
+         const ctx = { connectionParams: {}, extra: {} };
+         const first = await hooks.onSubscribe(ctx, '1', { query: 'subscription { s }' });
+         const second = await hooks.onSubscribe(ctx, '2', { query: 'subscription { s }' });
+         console.log(JSON.stringify({
+           absent,
+           plugin: typeof plugin.requestDidStart, envelop: typeof yoga.onExecute,
+           first: first ?? 'admitted', second: second.map((e) => e.extensions.code),
+         }));`,
+      );
+      expect(JSON.parse(out)).toEqual({
+        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis'],
+        plugin: 'function',
+        envelop: 'function',
+        first: 'admitted',
+        second: ['RATE_LIMITED'],
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

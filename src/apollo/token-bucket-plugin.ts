@@ -1,9 +1,11 @@
-import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext, GraphQLRequestListener } from '@apollo/server';
+import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext, GraphQLRequestListener, GraphQLServerContext } from '@apollo/server';
 import { GraphQLError } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import { rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
 import { Limiter } from '../core/limiter.js';
 import type { BucketReport } from '../core/limiter.js';
+import { subscriptionAnnotations, subscriptionsLimited } from '../core/subscriptions.js';
 import type { TokenBucketPluginOptions } from './options.js';
 
 /**
@@ -27,6 +29,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   return {
     async serverWillStart({ schema, logger }) {
       limiter.load(schema);
+      reportSubscriptions(schema, logger);
       return {
         schemaDidLoadOrUpdate({ apiSchema }) {
           // The first call is the schema just checked; later ones are a gateway's updates.
@@ -93,4 +96,25 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
       };
     },
   };
+}
+
+/**
+ * Apollo Server serves subscriptions over WebSockets outside its request
+ * pipeline (graphql-ws's `useServer`), where this plugin never sees them. A
+ * schema that prices subscriptions says at start-up how they are limited, so
+ * none goes unpriced silently. (A subscription POSTed over HTTP runs through
+ * the pipeline and is charged like any operation.)
+ */
+function reportSubscriptions(schema: GraphQLSchema, logger: GraphQLServerContext['logger']): void {
+  const annotations = subscriptionAnnotations(schema);
+  if (annotations.length === 0) return;
+  const where = annotations.length > 3 ? `${annotations.slice(0, 3).join(', ')} and ${annotations.length - 3} more` : annotations.join(', ');
+  if (subscriptionsLimited(schema)) {
+    logger.info(`graphql-token-bucket: subscriptions (@tokenBucket on ${where}) are limited over graphql-ws by tokenBucketSubscriptions; this plugin charges operations sent over HTTP`);
+  } else {
+    logger.warn(
+      `graphql-token-bucket: @tokenBucket on ${where} prices subscriptions, but subscriptions served over WebSockets do not pass through Apollo Server's plugins: ` +
+        "limit them with tokenBucketSubscriptions from 'graphql-token-bucket/graphql-ws' in graphql-ws's useServer options (a subscription sent over HTTP is charged by this plugin)",
+    );
+  }
 }

@@ -1,11 +1,14 @@
 import { GraphQLError } from 'graphql';
+import type { GraphQLErrorExtensions } from 'graphql';
 import { RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from '../client.js';
 import type { TokenBucket } from '../token-bucket.js';
 
 /**
  * How a server's transport wants an error's HTTP status and headers: Apollo
  * Server and GraphQL Yoga both read `extensions.http`, each in its own shape.
- * Transports without HTTP (graphql-ws) give none.
+ * Transports without HTTP (graphql-ws) give none. (Its result is cast where
+ * it is used: GraphQL Yoga's typings declare Yoga's shape for every program
+ * that imports them, Apollo Server's included.)
  */
 export type HttpExtension = (status: number, headers: Readonly<Record<string, string>>) => unknown;
 
@@ -29,14 +32,14 @@ export function rateLimitedError(
       bucket: bucket.name,
       cost,
       ...(http ? { http: http(429, headers) } : {}),
-    },
+    } as GraphQLErrorExtensions,
   });
 }
 
 /** The error of an operation denied because the store failed under `onStoreError: 'deny'`. */
 export function unavailableError(http?: HttpExtension): GraphQLError {
   return new GraphQLError('The rate limiter is unavailable; try again shortly.', {
-    extensions: { code: RATE_LIMITER_UNAVAILABLE, ...(http ? { http: http(503, {}) } : {}) },
+    extensions: { code: RATE_LIMITER_UNAVAILABLE, ...(http ? { http: http(503, {}) } : {}) } as GraphQLErrorExtensions,
   });
 }
 
@@ -49,7 +52,7 @@ export function withHttpStatus(error: GraphQLError, status: number, http?: HttpE
     positions: error.positions ?? null,
     path: error.path ?? null,
     originalError: error.originalError ?? null,
-    extensions: { ...error.extensions, http: http(status, {}) },
+    extensions: { ...error.extensions, http: http(status, {}) } as GraphQLErrorExtensions,
   });
 }
 

@@ -70,7 +70,7 @@ const onStoreError = env['ON_STORE_ERROR'] === 'deny' ? 'deny' : 'allow';
 const server = createExampleServer({
   store: new RedisStore(client, env['PREFIX'] ? { prefix: env['PREFIX'] } : {}),
   plugin: {
-    buckets: [api, buckets.search, buckets.export, buckets.login],
+    buckets: [api, buckets.search, buckets.export, buckets.login, buckets.live],
     onStoreError,
     storeTimeoutMs: number('STORE_TIMEOUT_MS', 1_000),
   },

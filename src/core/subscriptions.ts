@@ -1,0 +1,57 @@
+import { getDirective } from '@graphql-tools/utils';
+import { getNamedType, isInterfaceType, isObjectType, isUnionType } from 'graphql';
+import type { GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLSchema } from 'graphql';
+
+/**
+ * Where a subscription operation could be charged: the schema coordinates of
+ * every `@tokenBucket` a subscription can reach (on the subscription root, its
+ * fields, and every type and field below them, interfaces included). Empty
+ * when the schema has no subscription root or no subscription is ever priced.
+ */
+export function subscriptionAnnotations(schema: GraphQLSchema): string[] {
+  const root = schema.getSubscriptionType();
+  if (!root) return [];
+  const found: string[] = [];
+  const seen = new Set<GraphQLNamedType>();
+  const queue: GraphQLNamedType[] = [root];
+  const visit = (type: GraphQLNamedType): void => {
+    if (!seen.has(type)) {
+      seen.add(type);
+      queue.push(type);
+    }
+  };
+  for (let type = queue.shift(); type !== undefined; type = queue.shift()) {
+    if (isUnionType(type)) {
+      type.getTypes().forEach(visit);
+      continue;
+    }
+    if (!isObjectType(type) && !isInterfaceType(type)) continue;
+    if (annotated(schema, type)) found.push(type.name);
+    for (const field of Object.values(type.getFields())) {
+      if (annotated(schema, field)) found.push(`${type.name}.${field.name}`);
+      visit(getNamedType(field.type));
+    }
+    (type as GraphQLObjectType | GraphQLInterfaceType).getInterfaces().forEach(visit);
+    if (isInterfaceType(type)) schema.getPossibleTypes(type).forEach(visit);
+  }
+  return found;
+}
+
+type Directable = Parameters<typeof getDirective>[1];
+
+function annotated(schema: GraphQLSchema, node: Directable): boolean {
+  return (getDirective(schema, node, 'tokenBucket')?.length ?? 0) > 0;
+}
+
+/** Schemas whose graphql-ws subscriptions a `tokenBucketSubscriptions` limits, in this process. */
+const limitedOverWebSockets = new WeakSet<GraphQLSchema>();
+
+/** Called by `tokenBucketSubscriptions` for the schema it serves. */
+export function markSubscriptionsLimited(schema: GraphQLSchema): void {
+  limitedOverWebSockets.add(schema);
+}
+
+/** Whether a `tokenBucketSubscriptions` was made for this schema in this process. */
+export function subscriptionsLimited(schema: GraphQLSchema): boolean {
+  return limitedOverWebSockets.has(schema);
+}

@@ -1,0 +1,120 @@
+import { getOperationAST, GraphQLError, isSchema, parse, validate } from 'graphql';
+import type { DocumentNode, ExecutionArgs } from 'graphql';
+import type { ConnectionInitMessage, Context, OperationResult, SubscribePayload } from 'graphql-ws';
+import { rateLimitedError, unavailableError } from '../core/errors.js';
+import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
+import { Limiter } from '../core/limiter.js';
+import type { BucketReport, OperationInput } from '../core/limiter.js';
+import type { Logger } from '../core/options.js';
+import { withRateLimitReport } from '../core/result-extensions.js';
+import { markSubscriptionsLimited } from '../core/subscriptions.js';
+import type { TokenBucketSubscriptionsOptions } from './options.js';
+
+/** The graphql-ws server hooks, spread into `useServer`'s (or `makeServer`'s) options. */
+export interface TokenBucketSubscriptionsHooks<
+  P extends ConnectionInitMessage['payload'] = ConnectionInitMessage['payload'],
+  E = unknown,
+> {
+  /** Prices the operation and takes its tokens; a denied one is answered with an `error` message and never runs. */
+  onSubscribe(ctx: Context<P, E>, id: string, payload: SubscribePayload): Promise<readonly GraphQLError[] | void>;
+  /** Adds `extensions.rateLimit` to a result (`reportCost`) and charges each event (`chargeEachEvent`). */
+  onOperation(ctx: Context<P, E>, id: string, payload: SubscribePayload, args: ExecutionArgs, result: OperationResult): Promise<OperationResult | void>;
+}
+
+/** What `onSubscribe` leaves for `onOperation` about one admitted operation. */
+interface Admitted<P extends ConnectionInitMessage['payload'], E> {
+  input: OperationInput<Context<P, E>>;
+  report: Record<string, BucketReport> | undefined;
+}
+
+/**
+ * Rate limits every operation served over graphql-ws (subscriptions, and
+ * queries and mutations sent over the socket) with the same buckets, cost
+ * model and store as the HTTP server beside it:
+ *
+ * ```ts
+ * useServer({ schema, ...tokenBucketSubscriptions({ schema, store, buckets, identify }) }, wsServer);
+ * ```
+ *
+ * A subscription is priced when it starts; a denied operation gets the
+ * `RATE_LIMITED` error in graphql-ws's `error` message, so it never runs and
+ * no event is sent. The returned `onSubscribe` parses and validates the
+ * operation to price it, then lets graphql-ws run it as usual (its own
+ * `parse`, `validate`, `context` and `roots` apply). Throws at once when an
+ * option is wrong or a `@tokenBucket` of the schema names an unknown bucket or
+ * costs more than its capacity.
+ */
+export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payload'] = ConnectionInitMessage['payload'], E = unknown>(
+  options: TokenBucketSubscriptionsOptions<P, E>,
+): TokenBucketSubscriptionsHooks<P, E> {
+  const owner = 'tokenBucketSubscriptions';
+  const limiter = new Limiter<Context<P, E>>(options, owner);
+  const eachEvent = chargeEachEventOption(options, owner);
+  const { schema } = options;
+  if (!isSchema(schema)) throw new TypeError(`${owner} option "schema" must be the GraphQLSchema given to useServer`);
+  const logger: Logger = options.logger ?? console;
+  if (typeof logger?.warn !== 'function' || typeof logger.error !== 'function') {
+    throw new TypeError(`${owner} option "logger" must have warn and error methods`);
+  }
+  limiter.load(schema);
+  markSubscriptionsLimited(schema);
+  const { reportCost } = limiter.settings;
+
+  // Keyed by the subscribe message's payload, which graphql-ws hands to both
+  // hooks: an entry lives exactly as long as the operation it describes.
+  const admitted = new WeakMap<SubscribePayload, Admitted<P, E>>();
+
+  return {
+    async onSubscribe(ctx, _id, payload) {
+      let document: DocumentNode;
+      try {
+        document = parse(payload.query);
+      } catch (error) {
+        if (error instanceof GraphQLError) return [error];
+        throw error;
+      }
+      // The cost analysis reads only valid operations; graphql-ws validates again with its own `validate`.
+      const invalid = validate(schema, document);
+      if (invalid.length > 0) return invalid;
+      const operation = getOperationAST(document, payload.operationName);
+      // graphql-ws answers "Unable to identify operation" and runs nothing.
+      if (!operation) return;
+
+      const input: OperationInput<Context<P, E>> = { schema, document, operation, variables: payload.variables, context: ctx, logger };
+      let decision;
+      try {
+        decision = await limiter.decide(input);
+      } catch (error) {
+        // An operation the cost analysis refuses is the client's to fix.
+        if (error instanceof GraphQLError) return [error];
+        throw error;
+      }
+      switch (decision.kind) {
+        case 'denied':
+          return [rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs)];
+        case 'store_error':
+          if (!decision.allowed) return [unavailableError()];
+          break;
+        case 'free':
+          // Nothing in it is ever charged, its events included.
+          return;
+        case 'allowed':
+          break;
+      }
+      const report = reportCost ? limiter.report(decision) : undefined;
+      if (report !== undefined || (eachEvent && operation.operation === 'subscription')) admitted.set(payload, { input, report });
+      return;
+    },
+
+    async onOperation(_ctx, _id, payload, _args, result) {
+      const entry = admitted.get(payload);
+      if (entry === undefined) return;
+      admitted.delete(payload);
+      const resolved = await result;
+      if (isAsyncIterable(resolved)) {
+        return eachEvent ? chargeEachEvent(limiter, entry.input, resolved) : undefined;
+      }
+      return entry.report ? withRateLimitReport(resolved, entry.report) : undefined;
+    },
+  };
+}
