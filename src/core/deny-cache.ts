@@ -102,12 +102,21 @@ export class DenyCache {
     if (this.entries.size > 0) this.entries.delete(pairId(bucket, key));
   }
 
-  /** The store admitted `cost` of the pair: a remembered denial of no more than that is stale. */
+  /**
+   * The store admitted `cost` of the pair. A remembered denial of no more than
+   * that is stale; one of more is still short, and later by the tokens just taken.
+   */
   admitted(bucket: TokenBucket, key: BucketKey, cost: number): void {
     if (this.entries.size === 0) return;
     const id = pairId(bucket, key);
     const entry = this.entries.get(id);
-    if (entry !== undefined && cost >= entry.cost) this.entries.delete(id);
+    if (entry === undefined) return;
+    if (cost >= entry.cost || !sameBucket(entry.bucket, bucket)) {
+      this.entries.delete(id);
+      return;
+    }
+    const takenMs = (cost * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
+    this.entries.set(id, { ...entry, deniedUntil: entry.deniedUntil + takenMs, fitsBy: entry.fitsBy + takenMs });
   }
 }
 
