@@ -230,6 +230,60 @@ describe('the deny cache in the limiter', () => {
     expect(store.calls).toHaveLength(3);
   });
 
+  it("makes one store call for an identity's concurrent requests that the first call's denial answers", async () => {
+    const store = new RecordingStore(new MemoryStore());
+    const limiter = new Limiter<string>({ store, buckets: [x, y], identify: (user) => user }, 'test');
+    limiter.load(schema);
+    expect((await limiter.decide(input(10, 'bea'))).kind).toBe('allowed');
+    const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.decide(input(6, 'bea'))));
+    expect(decisions.map((d) => d.kind)).toEqual(Array(20).fill('denied'));
+    expect(store.calls).toHaveLength(2);
+    // A smaller cost is not answered by a larger one's denial.
+    await Promise.all([limiter.decide(input(9, 'bea')), limiter.decide(input(2, 'bea'))]);
+    expect(store.calls).toHaveLength(3);
+  });
+
+  it('after an admission that leaves the bucket short, queues concurrent requests behind one more call', async () => {
+    const store = new RecordingStore(new MemoryStore());
+    // One token every 300 ms.
+    const slow = new TokenBucket('x', 1, new Rate(1, 300));
+    const limiter = new Limiter<string>({ store, buckets: [slow, y], identify: (user) => user }, 'test');
+    limiter.load(schema);
+    expect((await limiter.decide(input(1, 'cy'))).kind).toBe('allowed');
+    await sleep(350);
+    const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.decide(input(1, 'cy'))));
+    expect(decisions.filter((d) => d.kind === 'allowed')).toHaveLength(1);
+    expect(decisions.filter((d) => d.kind === 'denied')).toHaveLength(19);
+    // The admission, then one denial the others are answered by.
+    expect(store.calls).toHaveLength(1 + 2);
+  });
+
+  it("does not hold up an identity's concurrent requests its bucket admits", async () => {
+    const store = new RecordingStore(new MemoryStore());
+    const roomy = new TokenBucket('x', 1000, Rate.perHour(1000));
+    const limiter = new Limiter<string>({ store, buckets: [roomy, y], identify: (user) => user }, 'test');
+    limiter.load(schema);
+    const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.decide(input(5, 'dee'))));
+    expect(decisions.map((d) => d.kind)).toEqual(Array(20).fill('allowed'));
+    expect(store.calls).toHaveLength(20);
+  });
+
+  it("answers concurrent requests waiting for a call the store never answers within storeTimeoutMs, as the store's failure", async () => {
+    const hanging = {
+      acquire: () => new Promise<never>(() => {}),
+      acquireAll: () => new Promise<never>(() => {}),
+      reset: () => Promise.resolve(false),
+    };
+    const logger = captureLogger();
+    const limiter = new Limiter<string>({ store: hanging, buckets: [x, y], identify: (user) => user, storeTimeoutMs: 200, onStoreError: 'deny' }, 'test');
+    limiter.load(schema);
+    const started = performance.now();
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.decide({ ...input(6, 'eve'), logger })));
+    expect(decisions.map((d) => d.kind === 'store_error' && d.allowed)).toEqual(Array(10).fill(false));
+    // One timeout, not ten in a row.
+    expect(performance.now() - started).toBeLessThan(200 + 300);
+  });
+
   it(`keeps at most ${DENY_CACHE_MAX_ENTRIES.toLocaleString('en-US')} pairs under 100,000 flooding identities, the most recent ones`, async () => {
     const slow = new TokenBucket('x', 1, Rate.perHour(1));
     const store = new RecordingStore(new MemoryStore());

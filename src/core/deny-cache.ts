@@ -33,6 +33,26 @@ interface Entry {
   readonly fitsBy: number;
 }
 
+/** A store call under way for a pair, which later requests for it may wait for. */
+export interface StoreCall {
+  readonly bucket: TokenBucket;
+  /** The cost it asks of the pair. */
+  readonly cost: number;
+  /** Settles with the call's result once it is answered and remembered (undefined if it failed). */
+  readonly answered: Promise<unknown>;
+  readonly sentAt: number;
+  /** When the answer came; undefined until then. */
+  answeredAt: number | undefined;
+}
+
+/** What `askedFor` and `asking` are given: an operation's charges. */
+interface Request {
+  readonly bucket: TokenBucket;
+  readonly key: BucketKey;
+  readonly cost: number;
+  readonly measured: boolean;
+}
+
 /** A request the cache answers: its wait, in whole ms, rounded up. */
 export interface CachedDenial {
   readonly retryAfterMs: number;
@@ -50,6 +70,8 @@ export interface CachedDenial {
  */
 export class DenyCache {
   private readonly entries = new Map<string, Entry>();
+  /** Store calls under way, by pair: the first one's cost, and when it has been answered and remembered. */
+  private readonly pending = new Map<string, StoreCall>();
 
   constructor(
     private readonly maxEntries = DENY_CACHE_MAX_ENTRIES,
@@ -95,6 +117,50 @@ export class DenyCache {
     this.entries.set(id, entry);
     const extraMs = ((cost - entry.cost) * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
     return { retryAfterMs: Math.ceil(entry.fitsBy + extraMs - now) };
+  }
+
+  /**
+   * A store call under way whose denial would also deny one of these
+   * requests: same pair, no more tokens asked.
+   */
+  askedFor(requests: readonly Request[]): StoreCall | undefined {
+    if (this.pending.size === 0) return undefined;
+    for (const { bucket, key, cost, measured } of requests) {
+      if (measured) continue;
+      const call = this.pending.get(pairId(bucket, key));
+      if (call !== undefined && cost >= call.cost && sameBucket(call.bucket, bucket)) return call;
+    }
+    return undefined;
+  }
+
+  /** A store call for these requests is under way until `answer` settles (after remembering its denials). */
+  asking(requests: readonly Request[], answer: Promise<unknown>): void {
+    const sentAt = this.now();
+    let calls: StoreCall[] | undefined;
+    const answered = answer.then(
+      (value) => {
+        const answeredAt = this.now();
+        for (const call of calls ?? []) call.answeredAt = answeredAt;
+        return value;
+      },
+      () => undefined,
+    );
+    for (const { bucket, key, cost, measured } of requests) {
+      if (measured) continue;
+      const id = pairId(bucket, key);
+      if (this.pending.has(id)) continue;
+      const call: StoreCall = { bucket, cost, answered, sentAt, answeredAt: undefined };
+      (calls ??= []).push(call);
+      this.pending.set(id, call);
+      void answered.then(() => {
+        if (this.pending.get(id) === call) this.pending.delete(id);
+      });
+    }
+  }
+
+  /** Whether two keys are one identity of one bucket, as the store sees them. */
+  static samePair(a: { bucket: TokenBucket; key: BucketKey }, b: { bucket: TokenBucket; key: BucketKey }): boolean {
+    return a.bucket.name === b.bucket.name && keyString(a.key) === keyString(b.key);
   }
 
   /** Tokens came back to the pair (a refund, or the store admitted what was remembered as short): forget it. */

@@ -4,6 +4,7 @@ import type { AcquireRequest, BatchAdmission, BucketKey, DeniedRequest } from '.
 import { acquireAllFrom } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 import { DenyCache } from './deny-cache.js';
+import type { StoreCall } from './deny-cache.js';
 import { describeError } from './errors.js';
 import { LimiterMetrics } from './metrics.js';
 import { validateOptions } from './options.js';
@@ -181,9 +182,38 @@ export class Limiter<TContext> {
       measuredNever = true;
     }
 
-    const cached = this.cachedDenial(charges);
+    const { denials } = this;
+    let cached = this.cachedDenial(charges);
+    // A store call under way for the same pair, asking no more tokens: if it
+    // is denied, so is this one. A flood's concurrent requests wait for it
+    // rather than each making a call of its own; after an admission that
+    // left the bucket short of this cost, they keep queueing behind one
+    // another's calls (the first denial then answers the rest), unless the
+    // bucket refills a token within a round trip.
+    // The wait is bounded: each call waited for has its own timeout, and no
+    // new wait starts once `storeTimeoutMs` has passed.
+    const waitUntil = performance.now() + settings.storeTimeoutMs;
+    while (cached === undefined && denials !== undefined && performance.now() < waitUntil) {
+      const call = denials.askedFor(charges);
+      if (call === undefined) break;
+      const earlier = (await call.answered) as Decision | undefined;
+      // The store just failed (or timed out) for that call: this one does not wait for it twice.
+      if (earlier?.kind === 'store_error') {
+        for (const { bucket } of charges) metrics.decision(bucket.name, 'store_error');
+        return earlier;
+      }
+      cached = this.cachedDenial(charges);
+      if (cached === undefined && !(earlier?.kind === 'allowed' && leftShort(earlier, call, charges))) break;
+    }
     if (cached !== undefined) return cached;
+    const asked = this.ask(charges, measuredNever, input);
+    denials?.asking(charges, asked);
+    return asked;
+  }
 
+  /** The one store call of an operation, and what its answer means. */
+  private async ask(charges: readonly Charge[], measuredNever: boolean, input: OperationInput<TContext>): Promise<Decision> {
+    const { settings, metrics } = this;
     // Enforced, the operation would take nothing from any measured bucket when
     // one of them can never fit: they are only read (cost 0) then.
     const requests: MeasuredRequest[] = charges.map(({ bucket, key, cost, measured }) =>
@@ -287,6 +317,21 @@ export class Limiter<TContext> {
     if (worst === undefined) throw new Error('graphql-token-bucket: the store denied an operation without naming an enforced request it denied');
     return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
   }
+}
+
+/**
+ * Whether an admitted call left one of these charges' buckets short of its
+ * cost (its whole tokens left, `remaining`, below the cost) while refilling
+ * less than a token in the call's round trip: then a call of this one would
+ * most likely be denied.
+ */
+function leftShort(earlier: Extract<Decision, { kind: 'allowed' }>, call: StoreCall, charges: readonly Charge[]): boolean {
+  const roundTripMs = (call.answeredAt ?? call.sentAt) - call.sentAt;
+  return charges.some((charge) => {
+    if (charge.measured || roundTripMs * charge.bucket.rate.tokensPerMs >= 1) return false;
+    const index = earlier.charges.findIndex((c) => DenyCache.samePair(c, charge));
+    return index >= 0 && (earlier.remaining[index] ?? Infinity) < charge.cost;
+  });
 }
 
 /** The logger's line for a measured bucket that would have denied an operation. */
