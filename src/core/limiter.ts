@@ -314,7 +314,10 @@ export class Limiter<TContext> {
         worst = { charge, retryAfterMs };
       }
     }
-    if (worst === undefined) throw new Error('graphql-token-bucket: the store denied an operation without naming an enforced request it denied');
+    if (worst === undefined) {
+      // Only a store that ignores `AcquireRequest.measure` denies for a measured request.
+      throw new Error('graphql-token-bucket: the store denied an operation for a measured bucket alone: its acquireAll does not support measure (AcquireRequest.measure)');
+    }
     return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
   }
 }
