@@ -237,7 +237,7 @@ export class Limiter<TContext> {
     const answeredAt = performance.now();
     metrics.storeDuration((answeredAt - sentAt) / 1000);
 
-    if (!result.allowed) return this.denied(charges, result.denied, sentAt, answeredAt);
+    if (!result.allowed) return this.denied(charges, result.denied, sentAt, answeredAt, input.logger);
 
     const wouldDeny: WouldDeny[] = [];
     if (measuredNever) {
@@ -303,7 +303,7 @@ export class Limiter<TContext> {
   }
 
   /** The store denied the operation: remember each short enforced bucket and name the one waited for longest. */
-  private denied(charges: readonly Charge[], denied: readonly DeniedRequest[], sentAt: number, answeredAt: number): Decision {
+  private denied(charges: readonly Charge[], denied: readonly DeniedRequest[], sentAt: number, answeredAt: number, logger: Logger): Decision {
     let worst: { charge: Charge; retryAfterMs: number | null } | undefined;
     for (const { index, retryAfterMs } of denied) {
       const charge = charges[index];
@@ -316,7 +316,9 @@ export class Limiter<TContext> {
     }
     if (worst === undefined) {
       // Only a store that ignores `AcquireRequest.measure` denies for a measured request.
-      throw new Error('graphql-token-bucket: the store denied an operation for a measured bucket alone: its acquireAll does not support measure (AcquireRequest.measure)');
+      const message = 'graphql-token-bucket: the store denied an operation for a measured bucket alone: its acquireAll does not support measure (AcquireRequest.measure)';
+      logger.error(message);
+      throw new Error(message);
     }
     return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
   }
