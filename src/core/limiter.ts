@@ -51,13 +51,16 @@ export type Decision =
   | { readonly kind: 'free' }
   /**
    * Every enforced bucket had enough; `remaining[i]` is what `charges[i]`'s
-   * bucket has left. `wouldDeny` lists the measured buckets that were short.
+   * bucket has left. `wouldDeny` lists the measured buckets that were short;
+   * then no measured bucket was charged, so `taken[i]`, the tokens taken from
+   * `charges[i]`'s bucket, is its cost or 0 (what a refund may give back).
    */
   | {
       readonly kind: 'allowed';
       readonly charges: readonly Charge[];
       readonly remaining: readonly number[];
       readonly wouldDeny: readonly WouldDeny[];
+      readonly taken: readonly number[];
     }
   /**
    * Nothing was taken. `bucket` and `cost` name the bucket the client waits
@@ -257,7 +260,10 @@ export class Limiter<TContext> {
         if (!charge.measured) this.denials?.admitted(charge.bucket, charge.key, charge.cost);
       }
     });
-    return { kind: 'allowed', charges, remaining: result.remaining, wouldDeny };
+    // Measured buckets are charged only when the whole operation would have been admitted enforced.
+    const measuredTaken = !measuredNever && wouldDeny.length === 0;
+    const taken = charges.map(({ cost, measured }) => (!measured || measuredTaken ? cost : 0));
+    return { kind: 'allowed', charges, remaining: result.remaining, wouldDeny, taken };
   }
 
   /**
