@@ -143,10 +143,11 @@ export function retryAfterLink(options: RetryAfterLinkOptions = {}): ApolloLink 
           attempt += 1;
           subscription?.unsubscribe();
           subscription = undefined;
+          // Whole milliseconds, rounded up: some timers drop a fraction, and early is too soon.
           timer = setTimeout(() => {
             timer = undefined;
             send();
-          }, retryAfter * 1000);
+          }, Math.ceil(retryAfter * 1000));
           return true;
         };
 

@@ -4,6 +4,7 @@
 // answered, so waits are measured against the `retryAfter` it sent.
 import { ApolloClient, ApolloLink, CombinedGraphQLErrors, HttpLink, InMemoryCache, ServerError, gql } from '@apollo/client';
 import { BatchHttpLink } from '@apollo/client/link/batch-http';
+import { RetryLink } from '@apollo/client/link/retry';
 import { Observable } from '@apollo/client/utilities';
 import { ApolloServer } from '@apollo/server';
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
@@ -399,6 +400,26 @@ describe('retryAfterLink over BatchHttpLink', () => {
     expect(ping).toBe(free);
     expect(received.map((r) => r.status)).toEqual([200, 429]);
     expect(seenBy(user)).toHaveLength(3);
+  });
+});
+
+describe('retryAfterLink with RetryLink', () => {
+  it('keeps RetryLink off a refusal it passes on, with retryIf: getRetryAfter(error) === undefined', async () => {
+    const user = freshUser();
+    const client = new ApolloClient({
+      cache: new InMemoryCache(),
+      link: ApolloLink.from([
+        new RetryLink({ delay: { initial: 10 }, attempts: { retryIf: (error) => getRetryAfter(error) === undefined } }),
+        retryAfterLink({ maxWaitSeconds: 1 }),
+        new HttpLink({ uri: url, headers: { 'x-user-id': user, accept: 'application/json' } }),
+      ]),
+      defaultOptions: { query: { fetchPolicy: 'no-cache' } },
+    });
+    await client.query({ query: SLOW, variables: { n: 1 } });
+    const error = await rejection(client.query({ query: SLOW, variables: { n: 2 } }));
+    expect(ServerError.is(error)).toBe(true);
+    expect(getRetryAfter(error)).toBeGreaterThan(4.5);
+    expect(seenBy(user).map((s) => s.what)).toEqual(['slow 1', 'slow 2']);
   });
 });
 
