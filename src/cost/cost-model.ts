@@ -1,4 +1,4 @@
-import { GraphQLError, Kind, assertSchema, getVariableValues } from 'graphql';
+import { Kind, assertSchema, getVariableValues } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { ArgumentPricer } from './argument-costs.js';
 import { measureOperation } from './measure-operation.js';
@@ -14,13 +14,6 @@ export const DEFAULT_LIST_SIZE = 10;
 
 /** What every mutation costs before its fields, as the IBM specification and Apollo Router count it. */
 export const MUTATION_BASE_COST = 10;
-
-/**
- * `extensions.code` of the `GraphQLError` thrown when an operation cannot be
- * analysed because it nests deeper than graphql-js itself can process (its
- * variables' values, typically): a client error, answered with HTTP 400.
- */
-export const OPERATION_TOO_DEEP = 'OPERATION_TOO_DEEP';
 
 export interface CostModelOptions {
   /** Size of a list whose size nothing in the operation or schema states. Default `DEFAULT_LIST_SIZE` (10). */
@@ -89,8 +82,9 @@ export class CostModel {
    * anything above `Number.MAX_SAFE_INTEGER` (at most `Number.MAX_VALUE`)
    * means more than any bucket can hold.
    *
-   * Throws a `GraphQLError` with code `OPERATION_TOO_DEEP` for an operation
-   * nested deeper than graphql-js can coerce or read.
+   * Never throws for an operation, however deep: the walk keeps its own
+   * stack. Variables graphql-js cannot coerce (too deep for it included)
+   * are priced as absent; execution then rejects them.
    */
   costOf(
     document: DocumentNode,
@@ -102,26 +96,24 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    guardDepth(() => {
-      const { fragments, sharesSelectionSets } = this.documentInfo(document);
-      const { coerced, raw } = this.coerce(operation, variables);
-      const { charges, touched } = measureOperation(
-        {
-          costs: this.costs,
-          defaultListSize: this.defaultListSize,
-          fragments,
-          sharesSelectionSets,
-          variables: coerced,
-          rawVariables: raw ?? NO_VARIABLES,
-          arguments: new ArgumentPricer(raw, operation.variableDefinitions),
-        },
-        operation.selectionSet,
-        root,
-      );
-      this.addBase(operation, root, charges, touched);
-      this.costs.bucketNames.forEach((name, b) => {
-        if (touched[b] === 1) result.set(name, roundUp(charges[b] ?? 0));
-      });
+    const { fragments, sharesSelectionSets } = this.documentInfo(document);
+    const { coerced, raw } = this.coerce(operation, variables);
+    const { charges, touched } = measureOperation(
+      {
+        costs: this.costs,
+        defaultListSize: this.defaultListSize,
+        fragments,
+        sharesSelectionSets,
+        variables: coerced,
+        rawVariables: raw ?? NO_VARIABLES,
+        arguments: new ArgumentPricer(raw, operation.variableDefinitions),
+      },
+      operation.selectionSet,
+      root,
+    );
+    this.addBase(operation, root, charges, touched);
+    this.costs.bucketNames.forEach((name, b) => {
+      if (touched[b] === 1) result.set(name, roundUp(charges[b] ?? 0));
     });
     this.estimates.set(operation, { variables, costs: new Map(result) });
     return result;
@@ -152,20 +144,18 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    guardDepth(() => {
-      const { fragments } = this.documentInfo(document);
-      const { coerced, raw } = this.coerce(operation, variables);
-      const { charges } = measureResponse(
-        { costs: this.costs, fragments, variables: coerced, arguments: new ArgumentPricer(raw, operation.variableDefinitions) },
-        operation.selectionSet,
-        root,
-        data,
-      );
-      this.addBase(operation, root, charges, null);
-      this.costs.bucketNames.forEach((name, b) => {
-        const most = cap.get(name);
-        if (most !== undefined) result.set(name, Math.min(roundUp(charges[b] ?? 0), most));
-      });
+    const { fragments } = this.documentInfo(document);
+    const { coerced, raw } = this.coerce(operation, variables);
+    const { charges } = measureResponse(
+      { costs: this.costs, fragments, variables: coerced, arguments: new ArgumentPricer(raw, operation.variableDefinitions) },
+      operation.selectionSet,
+      root,
+      data,
+    );
+    this.addBase(operation, root, charges, null);
+    this.costs.bucketNames.forEach((name, b) => {
+      const most = cap.get(name);
+      if (most !== undefined) result.set(name, Math.min(roundUp(charges[b] ?? 0), most));
     });
     return result;
   }
@@ -223,22 +213,4 @@ export class CostModel {
  */
 function roundUp(charge: number): number {
   return Math.ceil(charge - Math.min(charge * 1e-12, 1e-6));
-}
-
-/**
- * The walks never recurse, but graphql-js does where it coerces values
- * (variables nested thousands deep): its stack overflow is the client's
- * operation being too deep, not a server failure.
- */
-function guardDepth(work: () => void): void {
-  try {
-    work();
-  } catch (error) {
-    if (error instanceof RangeError && /call stack/i.test(error.message)) {
-      throw new GraphQLError('The operation nests too deeply to be analysed; send a flatter one.', {
-        extensions: { code: OPERATION_TOO_DEEP },
-      });
-    }
-    throw error;
-  }
 }

@@ -47,6 +47,7 @@ const POSSIBLE_TYPE = 3;
 interface MemoEntry {
   readonly type: CompositeCost;
   readonly context: SizedContext | null;
+  readonly size: number;
   /** Where the measure's vector was saved in `Walk.saved`. */
   readonly at: number;
   readonly terms: SizeTerms;
@@ -96,6 +97,12 @@ class Frame {
   selectionSet: SelectionSetNode | null = null;
   type: CompositeCost | null = null;
   context: SizedContext | null = null;
+  /**
+   * The size of the field whose own `sizedFields` this selection set is
+   * priced for (variable 0), when known; else -1. An abstract type then takes
+   * its most expensive possible type exactly, at that size.
+   */
+  size = -1;
   /** Selection sets below this one may be met again with the same type: memoize them. */
   shared = false;
   /** Save this frame's measure when it is done. */
@@ -140,7 +147,7 @@ class Walk {
 
   run(selectionSet: SelectionSetNode, root: CompositeCost): void {
     const shared = this.input.sharesSelectionSets;
-    this.enter(selectionSet, root, null, shared, shared);
+    this.enter(selectionSet, root, null, -1, shared, shared);
     while (this.depth >= 0) this.step();
   }
 
@@ -155,14 +162,21 @@ class Walk {
    * selection set belongs to one field of the operation and is met exactly
    * once, so a memo entry for it would never be read.
    */
-  private enter(selectionSet: SelectionSetNode, type: CompositeCost, context: SizedContext | null, shared: boolean, memoize: boolean): void {
+  private enter(
+    selectionSet: SelectionSetNode,
+    type: CompositeCost,
+    context: SizedContext | null,
+    size: number,
+    shared: boolean,
+    memoize: boolean,
+  ): void {
     const width = this.width;
     const depth = this.depth + 1;
     const at = depth * width;
     if (at + 2 * width > this.stack.length) this.grow(at + 2 * width);
     if (memoize) {
       for (let entry = this.memo?.get(selectionSet); entry !== undefined; entry = entry.next) {
-        if (entry.type === type && entry.context === context) {
+        if (entry.type === type && entry.context === context && entry.size === size) {
           this.restore(entry.at, at);
           this.resume(entry.terms);
           return;
@@ -176,6 +190,7 @@ class Walk {
     frame.selectionSet = selectionSet;
     frame.type = type;
     frame.context = context;
+    frame.size = type.possibleTypes !== null ? size : -1;
     frame.shared = shared;
     frame.memoize = memoize;
     frame.terms = null;
@@ -206,7 +221,7 @@ class Walk {
       if (next !== undefined) {
         frame.nextType++;
         frame.waiting = POSSIBLE_TYPE;
-        this.enter(frame.selectionSet!, next, frame.context, true, this.input.sharesSelectionSets);
+        this.enter(frame.selectionSet!, next, frame.context, -1, true, this.input.sharesSelectionSets);
         return;
       }
       this.finish(frame);
@@ -239,7 +254,8 @@ class Walk {
           frame.field = selection;
           frame.fieldCost = field;
           const context = frame.context === null && field.sized === null ? null : childContext(frame.context, field);
-          this.enter(selection.selectionSet, field.target, context, frame.shared, frame.shared);
+          const size = field.sized !== null && field.target.possibleTypes !== null ? this.listSize(selection, field) : -1;
+          this.enter(selection.selectionSet, field.target, context, size, frame.shared, frame.shared);
           return;
         }
         this.field(frame, selection, field, false, null);
@@ -259,7 +275,7 @@ class Walk {
         this.expanding.add(name);
         frame.waiting = SPREAD;
         frame.fragment = name;
-        this.enter(fragment.selectionSet, type, frame.context, true, true);
+        this.enter(fragment.selectionSet, type, frame.context, -1, true, true);
         return;
       }
     }
@@ -272,7 +288,14 @@ class Walk {
     if (frame.memoize) {
       const memo = (this.memo ??= new Map());
       const selectionSet = frame.selectionSet!;
-      memo.set(selectionSet, { type: frame.type!, context: frame.context, at: this.save(at), terms: frame.terms, next: memo.get(selectionSet) });
+      memo.set(selectionSet, {
+        type: frame.type!,
+        context: frame.context,
+        size: frame.size,
+        at: this.save(at),
+        terms: frame.terms,
+        next: memo.get(selectionSet),
+      });
     }
     this.depth--;
     if (this.depth >= 0) this.resume(frame.terms);
@@ -287,6 +310,8 @@ class Walk {
     const stack = this.stack;
     switch (frame.waiting) {
       case POSSIBLE_TYPE:
+        // At a known size, each possible type is priced there and the largest wins exactly.
+        if (frame.size >= 0) childTerms = substituteNearest(childTerms, frame.size, stack, child, false);
         for (let i = 0; i < width; i++) {
           const value = stack[child + i] ?? 0;
           if (value > (stack[at + i] ?? 0)) stack[at + i] = value;

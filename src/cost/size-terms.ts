@@ -55,15 +55,16 @@ export function scaleTerms(terms: SizeTerms, k: number): SizeTerms {
 
 /**
  * Evaluates variable 0 at `size`: adds what its terms come to into
- * `frame[at…]` and returns the other terms with their variables renumbered
- * one down (the enclosing annotation's variable becomes the nearest).
+ * `frame[at…]` and returns the other terms, with their variables renumbered
+ * one down when `renumber` (the enclosing annotation's variable becomes the
+ * nearest) or as they were.
  */
-export function substituteNearest(terms: SizeTerms, size: number, frame: Float64Array, at: number): SizeTerms {
+export function substituteNearest(terms: SizeTerms, size: number, frame: Float64Array, at: number, renumber = true): SizeTerms {
   if (terms === null) return null;
   let rest: SizeTerm[] | null = null;
   for (const term of terms) {
     if (term.v === 0) addInto(frame, at, term.x, size - term.b);
-    else (rest ??= []).push({ v: term.v - 1, b: term.b, x: term.x });
+    else (rest ??= []).push(renumber ? { v: term.v - 1, b: term.b, x: term.x } : term);
   }
   return rest;
 }
