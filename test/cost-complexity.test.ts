@@ -325,3 +325,31 @@ describe('directive names', () => {
     expect(pricer(schema).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 });
   });
 });
+
+describe('which directive wins', () => {
+  const { costOf } = pricer(
+    costSchema(`
+      type Query { feed(first: Int): [Node] priced(first: Int): [Priced] }
+      interface Node { id: ID! @tokenBucket(name: "ids", cost: 1) }
+      interface Priced @tokenBucket(name: "priced", cost: 2) { price: Int }
+      type Cheap implements Node & Priced { id: ID! price: Int label: String }
+      type Costly implements Node { id: ID! @tokenBucket(name: "ids", cost: 5) }
+      type Boxed implements Priced @tokenBucket(name: "priced", cost: 9) { price: Int @tokenBucket(name: "priced", cost: 1) }
+    `),
+  );
+
+  it("inherits an interface field's directive, unless the type's field sets the same bucket", () => {
+    // ids: 2 × 1; priced: Cheap is a Priced, whose directive charges every Cheap field 2
+    expect(costOf('{ feed(first: 2) { ... on Cheap { id } } }')).toEqual({ ids: 2, priced: 4 });
+    expect(costOf('{ feed(first: 2) { ... on Costly { id } } }')).toEqual({ ids: 10 }); // 2 × 5
+    expect(costOf('{ feed(first: 2) { id } }')).toEqual({ ids: 10, priced: 4 }); // 2 × max(1, 5); 2 × Cheap's 2
+  });
+
+  it('lets a field’s own directive win over type-level ones, and a type’s over its interfaces’', () => {
+    expect(costOf('{ priced(first: 3) { ... on Boxed { price } } }')).toEqual({ priced: 3 }); // 3 × Boxed.price's 1
+    expect(costOf('{ priced(first: 3) { price } }')).toEqual({ priced: 6 }); // 3 × max(Cheap 2, Boxed 1)
+    expect(costOf('{ priced(first: 3) { ... on Boxed { __typename } } }')).toEqual({ priced: 27 }); // 3 × Boxed's 9
+    // Cheap's own field, charged by its interface Priced: 3 × 2
+    expect(costOf('{ feed(first: 3) { ... on Cheap { label } } }')).toEqual({ priced: 6 });
+  });
+});
