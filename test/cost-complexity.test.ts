@@ -317,6 +317,14 @@ describe('directive names', () => {
     expect(pricer(schema).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 });
   });
 
+  it('reads @cost under its own name when a Federation link does not import it', () => {
+    const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+      extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+      ${declarations.replace('@weight(', '@cost(').replace('@size(', '@listSize(')}
+      ${body.replace('@weight(', '@cost(').replace('@size(', '@listSize(')}`);
+    expect(pricer(schema).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 }); // 7 + 3
+  });
+
   it('ignores a directive the link does not name', () => {
     // With the link, @weight is not the cost directive: a weighs 0; the list's size is the default 10.
     const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}

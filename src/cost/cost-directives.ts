@@ -31,12 +31,14 @@ export function costDirectiveNames(schema: GraphQLSchema): CostDirectiveNames {
   } catch {
     // An unreadable @link names nothing we could use.
   }
-  const cost = linked(links, COST_SPEC) ?? linked(links, FEDERATION_SPEC);
-  const names = cost ?? { cost: 'cost', listSize: 'listSize' };
-  return {
-    cost: names.cost !== null && schema.getDirective(names.cost)?.args.some((a) => a.name === 'weight') === true ? names.cost : null,
-    listSize: names.listSize !== null && schema.getDirective(names.listSize) !== undefined ? names.listSize : null,
-  };
+  const names = linked(links, COST_SPEC) ?? linked(links, FEDERATION_SPEC);
+  const isCost = (name: string): boolean => schema.getDirective(name)?.args.some((a) => a.name === 'weight') === true;
+  const isListSize = (name: string): boolean => schema.getDirective(name) !== undefined;
+  // A link that names a directive the schema does not declare (a subgraph
+  // linking Federation without importing @cost) leaves the plain names.
+  const cost = names !== null && isCost(names.cost) ? names.cost : isCost('cost') ? 'cost' : null;
+  const listSize = names !== null && isListSize(names.listSize) ? names.listSize : isListSize('listSize') ? 'listSize' : null;
+  return { cost, listSize };
 }
 
 function linked(links: readonly Record<string, unknown>[], spec: string): { cost: string; listSize: string } | null {
