@@ -13,6 +13,17 @@ interface ErrorLike {
   extensions?: unknown;
 }
 
+/** The JSON value of a response body, or `undefined` when it is not JSON (an HTML error page, a proxy's text). */
+function parseJson(text: string): unknown {
+  // Only an object or an array can carry GraphQL errors; skip parsing anything else.
+  if (!/^\s*[[{]/.test(text)) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 function errorsOf(value: unknown, depth = 0): unknown[] {
   if (value === null || typeof value !== 'object' || depth > 4) return [];
   const candidate = value as Record<string, unknown>;
@@ -21,11 +32,13 @@ function errorsOf(value: unknown, depth = 0): unknown[] {
   if (Array.isArray(candidate.errors)) found.push(...candidate.errors);
   if (Array.isArray(candidate.graphQLErrors)) found.push(...candidate.graphQLErrors);
   if ('extensions' in candidate) found.push(candidate);
-  // Apollo Client puts a non-2xx response's body in networkError.result.
+  // Apollo Client 3 puts a non-2xx response's body in networkError.result.
   for (const nested of ['result', 'response', 'body', 'cause', 'networkError']) {
     const inner = candidate[nested];
     if (inner !== candidate) found.push(...errorsOf(inner, depth + 1));
   }
+  // Apollo Client 4's ServerError keeps only the body's text.
+  if (typeof candidate.bodyText === 'string') found.push(...errorsOf(parseJson(candidate.bodyText), depth + 1));
   if (Array.isArray(value)) {
     for (const item of value) found.push(...errorsOf(item, depth + 1));
   }

@@ -107,11 +107,11 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
     return server.url;
   }
 
-  /** c holds 100 and this costs 1 + 24 x next (1) = 25: four pass, the rest are denied. */
+  /** c holds 100 and this costs 12 × (Entry 1 + next (1 + n 0)) = 24: four pass, the rest are denied. */
   async function drain(url: string): Promise<void> {
     const heavy = { 'x-user-id': freshUser() };
     for (let i = 0; i < N; i++) {
-      const answer = await postJson<ResponseBody>(url, { query: '{ a b list(first: 24) { next { n } } }' }, heavy);
+      const answer = await postJson<ResponseBody>(url, { query: '{ a b list(first: 12) { next { n } } }' }, heavy);
       expect(answer.status).toBe(i < 4 ? 200 : 429);
     }
   }
@@ -122,7 +122,7 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
   });
 
   it('with the deny cache, makes one script call per admitted operation and one for the first denial', async () => {
-    // c refills 100 an hour: the 25 tokens the first denial lacks are minutes away.
+    // c refills 100 an hour: the 20 tokens the first denial lacks are minutes away.
     await drain(await serve());
     expect(await scriptCalls()).toEqual({ evalsha: 4 + 1, eval: 0 });
   });

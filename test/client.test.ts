@@ -51,6 +51,18 @@ describe('getRetryAfter', () => {
     expect(getRetryAfter(Object.assign(new Error('GraphQL Error'), { response: { errors: [limited(4)], status: 429 } }))).toBe(4);
     // Apollo Client's ServerError for a non-2xx answer: the parsed body in `result`.
     expect(getRetryAfter(Object.assign(new Error('Response not successful: Received status code 429'), { statusCode: 429, result: { errors: [limited(2)] } }))).toBe(2);
+    // Apollo Client 4's ServerError for a non-2xx answer sent as application/json: the body's text only.
+    const serverError = (bodyText: string) =>
+      Object.assign(new Error('Response not successful: Received status code 429'), { name: 'ServerError', statusCode: 429, bodyText });
+    expect(getRetryAfter(serverError(JSON.stringify({ errors: [limited(2.5)] })))).toBe(2.5);
+    expect(getRetryAfter(serverError(JSON.stringify({ errors: [limited(null)] })))).toBeNull();
+    expect(getRetryAfter(serverError(JSON.stringify([{ data: { a: 1 } }, { errors: [limited(3)] }])))).toBe(3);
+    expect(getRetryAfter(serverError(JSON.stringify({ errors: [otherError] })))).toBeUndefined();
+    for (const bodyText of ['<html>Too Many Requests</html>', '', '{"errors": [', 'null', '"RATE_LIMITED"']) {
+      expect(getRetryAfter(serverError(bodyText))).toBeUndefined();
+    }
+    // Apollo Client 4's CombinedGraphQLErrors: the response's errors in `errors`.
+    expect(getRetryAfter(Object.assign(new Error('Rate limit exceeded'), { errors: [limited(8)], data: undefined }))).toBe(8);
     // A network error whose cause carries the body.
     expect(getRetryAfter(new Error('request failed', { cause: { errors: [limited(6)] } }))).toBe(6);
     expect(getRetryAfter(Object.assign(new Error('boom'), { graphQLErrors: [otherError] }))).toBeUndefined();

@@ -2,7 +2,7 @@
 // way a user's Node loads them. (The SDL file's text is checked against
 // `tokenBucketDirectiveTypeDefs` in directive.test.ts.)
 import { execFile } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,8 @@ describe('the published package', () => {
       'dist/src/index.d.ts',
       'dist/src/client.js',
       'dist/src/client.d.ts',
+      'dist/src/apollo-client.js',
+      'dist/src/apollo-client.d.ts',
       'dist/src/envelop/index.js',
       'dist/src/envelop/index.d.ts',
       'dist/src/graphql-ws/index.js',
@@ -65,6 +67,75 @@ describe('the published package', () => {
        }));`,
     );
     expect(JSON.parse(out)).toEqual({ plugin: 'function', store: 'function', memory: 'function', same: true, retryAfter: 1.5 });
+  });
+
+  it('resolves ./apollo-client through its exports, as a user imports it', async () => {
+    const out = await node(
+      root,
+      `const link = await import('graphql-token-bucket/apollo-client');
+       const { ApolloLink } = await import('@apollo/client');
+       console.log(JSON.stringify({
+         link: link.retryAfterLink() instanceof ApolloLink,
+         defaults: [link.DEFAULT_MAX_RETRIES, link.DEFAULT_MAX_WAIT_SECONDS],
+       }));`,
+    );
+    expect(JSON.parse(out)).toEqual({ link: true, defaults: [3, 60] });
+  });
+
+  it('declares @apollo/client 4 an optional peer dependency', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+      dependencies: Record<string, string>;
+    };
+    expect(pkg.peerDependencies['@apollo/client']).toBe('^4.0.0');
+    expect(pkg.peerDependenciesMeta['@apollo/client']).toEqual({ optional: true });
+    expect(Object.keys(pkg.dependencies)).not.toContain('@apollo/client');
+  });
+
+  it('builds the Apollo Client link from @apollo/client and the client helpers only', () => {
+    const source = readFileSync(join(root, 'dist/src/apollo-client.js'), 'utf8');
+    const specifiers = [...source.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]/gm)].map((m) => m[1]);
+    expect(specifiers.sort()).toEqual(['./client.js', '@apollo/client/errors', '@apollo/client/link', '@apollo/client/utilities']);
+    expect(source).not.toMatch(/\bimport\s*\(|\brequire\s*\(/);
+  });
+
+  it('loads and retries with only @apollo/client in reach: no server code, no rxjs or graphql of its own', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gtb-apollo-client-'));
+    try {
+      copyFileSync(join(root, 'dist/src/apollo-client.js'), join(dir, 'apollo-client.js'));
+      copyFileSync(join(root, 'dist/src/client.js'), join(dir, 'client.js'));
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
+      // Apollo Client finds its own dependencies beside its real path; the link finds nothing else.
+      mkdirSync(join(dir, 'node_modules', '@apollo'), { recursive: true });
+      symlinkSync(join(root, 'node_modules', '@apollo', 'client'), join(dir, 'node_modules', '@apollo', 'client'), 'dir');
+      const out = await node(
+        dir,
+        `import { createServer } from 'node:http';
+         import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from '@apollo/client';
+         import { retryAfterLink } from './apollo-client.js';
+         let requests = 0;
+         const server = createServer((req, res) => {
+           requests += 1;
+           req.resume().on('end', () => {
+             const refused = requests === 1;
+             res.writeHead(refused ? 429 : 200, { 'content-type': 'application/graphql-response+json' });
+             res.end(JSON.stringify(refused
+               ? { errors: [{ message: 'Rate limit exceeded', extensions: { code: 'RATE_LIMITED', retryAfter: 0.05 } }] }
+               : { data: { ping: 1 } }));
+           });
+         });
+         await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+         const uri = 'http://127.0.0.1:' + server.address().port + '/';
+         const client = new ApolloClient({ cache: new InMemoryCache(), link: ApolloLink.from([retryAfterLink(), new HttpLink({ uri })]) });
+         const { data } = await client.query({ query: gql\`{ ping }\`, fetchPolicy: 'no-cache' });
+         server.close();
+         console.log(JSON.stringify({ data, requests }));`,
+      );
+      expect(JSON.parse(out)).toEqual({ data: { ping: 1 }, requests: 2 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('loads the built client alone, with no other file and no node_modules in reach', async () => {
