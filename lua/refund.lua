@@ -21,8 +21,8 @@ ARGV[5n+1..]             for each request with capacity * P >= 2^53, in order: c
                          tokens as times: qF rF qK rK (µs, 1/T µs)
 
 Requests are applied in order. Returns {rem_1..n, X'_1..n}: the whole
-tokens in request i's bucket after it, and X minus what it gave back (the
-time to bound a later refund of the same take by; 0 when none is left).
+tokens in request i's bucket after it, and X less the refill time it gave
+back (now, at the earliest), so the caller never gives those back again.
 --]]
 
 local EXACT = 9007199254740992 -- 2^53
@@ -153,9 +153,7 @@ for i = 1, n do
     yq = math.floor(X / T)
     yr = X - yq * T
   end
-  if yq == 0 and yr == 0 then
-    out[n + i] = 0
-  elseif yr == 0 then
+  if yr == 0 then
     out[n + i] = now + yq
   else
     out[n + i] = string.format('%d+%d/%d', now + yq, yr, T)

@@ -25,6 +25,7 @@ import { MemoryStore } from '../src/stores/memory-store.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
+import { redisNow, waitOnRedis } from './support/redis-clock.js';
 import { ReferenceBucket, pairId } from './support/reference-bucket.js';
 
 // `'7'`, `7` and `7n` are one identity; on a Cluster, alice and bob live in different hash slots.
@@ -343,11 +344,6 @@ function redisTarget(kind: 'Redis' | 'Redis Cluster'): Redis | Cluster {
   return client;
 }
 
-/** Redis's clock, in ms with µs fractions: the clock the store's script reads. */
-async function redisNow(client: Redis | Cluster): Promise<number> {
-  const [seconds, micros] = (await client.time()).map(Number);
-  return seconds! * 1000 + micros! / 1000;
-}
 
 describe.each(['Redis', 'Redis Cluster'] as const)('RedisStore on %s at random definitions', (kind) => {
   const client = redisTarget(kind);
@@ -379,7 +375,7 @@ describe.each(['Redis', 'Redis Cluster'] as const)('RedisStore on %s at random d
         const denied = await store.acquire(bucket, 'k', cost);
         if (denied.allowed) return; // refilled already: nothing to wait for
         expect(denied.retryAfterMs).not.toBeNull();
-        await sleep(denied.retryAfterMs!);
+        await waitOnRedis(client, denied.retryAfterMs!);
         expect((await store.acquire(bucket, 'k', cost)).allowed, `${JSON.stringify(d)} cost ${cost}`).toBe(true);
       }),
       { numRuns: 25 },

@@ -302,8 +302,8 @@ export interface RefundResult {
   readonly state: FullAt | null;
   /** Whole tokens after the refund. */
   readonly remaining: number;
-  /** `after` less what was given back (null when nothing is left to bound a later refund by). */
-  readonly after: FullAt | null;
+  /** `after` less the refill time given back (now, at the earliest). */
+  readonly after: FullAt;
 }
 
 /** lua/refund.lua for one request. */
@@ -349,7 +349,7 @@ export function runRefund(step: RefundStep, stored: StoredState | undefined, now
     yq = Math.floor(X / T);
     yr = X - yq * T;
   }
-  return { changed, state: stateAt(now, dq, dr, T), remaining, after: stateAt(now, yq, yr, T) };
+  return { changed, state: stateAt(now, dq, dr, T), remaining, after: { at: now + yq, num: yr, den: yr === 0 ? 1 : T } };
 }
 
 function borrow(q: number, r: number, T: number): [number, number] {

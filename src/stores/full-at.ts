@@ -41,3 +41,15 @@ export function compareFullAt(a: FullAt, b: FullAt): number {
 export function fullAtMs(x: FullAt): number {
   return Math.ceil((x.num === 0 ? x.at : x.at + 1) / 1000);
 }
+
+/** `x - (from - to)`, exactly: `x` moved by the time between `from` and `to`. */
+export function shiftFullAt(x: FullAt, from: FullAt, to: FullAt): FullAt {
+  const den = BigInt(x.den) * BigInt(from.den) * BigInt(to.den);
+  const value = (v: FullAt): bigint => BigInt(v.at) * den + (BigInt(v.num) * den) / BigInt(v.den);
+  const units = value(x) - value(from) + value(to);
+  // back to whole µs and a fraction, rounded down (earlier: a smaller bound, never a larger one)
+  const outDen = Math.max(x.den, from.den, to.den);
+  const at = units >= 0n ? units / den : -((-units + den - 1n) / den);
+  const num = ((units - at * den) * BigInt(outDen)) / den;
+  return { at: Number(at), num: Number(num), den: num === 0n ? 1 : outDen };
+}

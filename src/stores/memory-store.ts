@@ -144,7 +144,7 @@ export class MemoryStore implements BucketStore {
       const step = { id, terms, tokens: given, tokensTime: terms.huge ? timeOf(given, terms) : ([0, 0] as const), after: claim?.after ?? NOTHING };
       const result = runRefund(step, this.read(id, now), now);
       if (result.changed) this.write(id, result.state);
-      if (claim !== undefined) this.receipts.shrink(id, result.after);
+      if (claim !== undefined) this.receipts.settle(id, claim, result.after);
       byPair.set(id, result.remaining);
     }
     return requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);

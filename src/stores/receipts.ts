@@ -1,94 +1,126 @@
 import type { FullAt } from './full-at.js';
-import { compareFullAt } from './full-at.js';
+import { compareFullAt, shiftFullAt } from './full-at.js';
 
 /** Default of `maxReceipts`: how many (bucket, key) pairs a store remembers its takes of, for refunds. */
 export const DEFAULT_MAX_RECEIPTS = 10_000;
 
-/** What a store took from one (bucket, key) pair and has not given back. */
-export interface Receipt {
-  /** The earliest full-at time right after one of those takes. */
+/** Takes of one pair kept apart; beyond this the latest two are merged. */
+const TAKES_PER_PAIR = 8;
+
+/** One take a store may still give back. */
+export interface Take {
+  /** The bucket's full-at time right after the take. */
   after: FullAt;
   /** Tokens taken and not given back. */
   tokens: number;
-  /** ms on the clock given to `record`: when every one of those tokens has refilled. */
+  /** ms on the store's clock: when every one of those tokens has refilled. */
   refilledAtMs: number;
+}
+
+/** What a refund may give back: up to `tokens`, and no more refill time than is left before `after`. */
+export interface Claim {
+  after: FullAt;
+  tokens: number;
+  /** The takes drawn on, still kept: each moves earlier by the time the refund gives. */
+  drawn: Take[];
 }
 
 /**
  * The takes a store may give back. A refund can only be bounded by what the
  * store knows of the take: refill consumes a bucket's deficit from the
  * front, so of the tokens one take added, what is still outstanding is at
- * most the time until the bucket's full-at time right after that take.
+ * most the time until the bucket's full-at time right after it.
  *
- * Takes of one pair are merged: the earliest such time and the sum of the
- * tokens. Giving back against the earliest time never exceeds what any one
- * of them still has outstanding, so a refund never makes a bucket fuller
- * than it would be had the refunded tokens not been taken, however several
- * operations' takes and refunds interleave. An entry is dropped once its
- * tokens have refilled (nothing is outstanding) or, beyond `limit` pairs,
- * oldest first: a forgotten take is simply not given back.
+ * A pair's takes are kept in order of that time. A refund is bounded by the
+ * earliest one still outstanding (a later take's tokens lie further ahead
+ * in the deficit, so that bound never exceeds what any of them still owes)
+ * and draws its tokens from the latest ones, so two operations of one
+ * identity each get theirs back. A take is dropped once its tokens have
+ * refilled; beyond `limit` pairs, the oldest pair is forgotten. A forgotten
+ * take is simply not given back.
  */
 export class ReceiptBook {
   readonly #limit: number;
-  readonly #entries = new Map<string, Receipt>();
+  readonly #pairs = new Map<string, Take[]>();
 
   constructor(limit: number) {
     this.#limit = limit;
   }
 
+  /** Pairs remembered. */
   get size(): number {
-    return this.#entries.size;
+    return this.#pairs.size;
   }
 
-  /** Notes `tokens` taken from `id`, whose bucket was full again at `after` right after; `nowMs` on the same clock as `refilledAtMs`. */
+  /** Notes `tokens` taken from `id`, whose bucket was full again at `after` right after. */
   record(id: string, after: FullAt, tokens: number, refilledAtMs: number, nowMs: number): void {
     if (this.#limit === 0 || tokens <= 0) return;
-    const entry = this.#entries.get(id);
-    if (entry !== undefined && entry.refilledAtMs > nowMs) {
-      if (compareFullAt(after, entry.after) < 0) entry.after = after;
-      entry.tokens += tokens;
-      entry.refilledAtMs = Math.max(entry.refilledAtMs, refilledAtMs);
-      return;
+    let takes = this.#live(id, nowMs);
+    if (takes === undefined) {
+      takes = [];
+      this.#pairs.set(id, takes);
+      for (const oldest of this.#pairs.keys()) {
+        if (this.#pairs.size <= this.#limit) break;
+        this.#pairs.delete(oldest);
+      }
     }
-    this.#entries.delete(id);
-    this.#entries.set(id, { after, tokens, refilledAtMs });
-    for (const oldest of this.#entries.keys()) {
-      if (this.#entries.size <= this.#limit) break;
-      this.#entries.delete(oldest);
+    let at = takes.length;
+    while (at > 0 && compareFullAt(takes[at - 1]!.after, after) > 0) at--;
+    takes.splice(at, 0, { after, tokens, refilledAtMs });
+    if (takes.length > TAKES_PER_PAIR) {
+      // merged, the pair keeps the earlier time: a bound that never grows
+      const last = takes.pop()!;
+      const kept = takes[takes.length - 1]!;
+      kept.tokens += last.tokens;
+      kept.refilledAtMs = Math.max(kept.refilledAtMs, last.refilledAtMs);
     }
   }
 
-  /**
-   * Takes up to `tokens` out of `id`'s receipt: the tokens that may be given
-   * back and the time to bound them by, or undefined when nothing is outstanding.
-   */
-  claim(id: string, tokens: number, nowMs: number): { after: FullAt; tokens: number } | undefined {
-    const entry = this.#entries.get(id);
-    if (entry === undefined) return undefined;
-    if (entry.refilledAtMs <= nowMs) {
-      this.#entries.delete(id);
-      return undefined;
+  /** Takes up to `tokens` out of `id`'s takes, latest first; undefined when nothing is outstanding. */
+  claim(id: string, tokens: number, nowMs: number): Claim | undefined {
+    const takes = this.#live(id, nowMs);
+    if (takes === undefined || tokens <= 0) return undefined;
+    const after = takes[0]!.after;
+    const drawn: Take[] = [];
+    let claimed = 0;
+    while (claimed < tokens && takes.length > 0) {
+      const last = takes[takes.length - 1]!;
+      const share = Math.min(tokens - claimed, last.tokens);
+      last.tokens -= share;
+      claimed += share;
+      if (last.tokens === 0) takes.pop();
+      else drawn.push(last);
     }
-    const claimed = Math.min(tokens, entry.tokens);
-    if (claimed <= 0) return undefined;
-    entry.tokens -= claimed;
-    if (entry.tokens === 0) this.#entries.delete(id);
-    return { after: entry.after, tokens: claimed };
+    if (takes.length === 0) this.#pairs.delete(id);
+    return { after, tokens: claimed, drawn };
   }
 
   /**
-   * After a refund against `id`'s receipt: `after` is the bound less what
-   * was given back (null when none is left), so the same take is never
-   * given back twice.
+   * After a refund on `claim`: `given` is its bound less the refill time the
+   * refund gave back. The takes it drew on end that much earlier now, so the
+   * same tokens are never given back twice.
    */
-  shrink(id: string, after: FullAt | null): void {
-    const entry = this.#entries.get(id);
-    if (entry === undefined) return;
-    if (after === null) this.#entries.delete(id);
-    else if (compareFullAt(after, entry.after) < 0) entry.after = after;
+  settle(id: string, claim: Claim, given: FullAt): void {
+    if (compareFullAt(given, claim.after) >= 0 || claim.drawn.length === 0) return;
+    for (const take of claim.drawn) take.after = shiftFullAt(take.after, claim.after, given);
+    this.#pairs.get(id)?.sort((a, b) => compareFullAt(a.after, b.after));
   }
 
   clear(): void {
-    this.#entries.clear();
+    this.#pairs.clear();
+  }
+
+  /** `id`'s takes whose tokens have not all refilled, or undefined. */
+  #live(id: string, nowMs: number): Take[] | undefined {
+    const takes = this.#pairs.get(id);
+    if (takes === undefined) return undefined;
+    let dead = 0;
+    while (dead < takes.length && takes[dead]!.refilledAtMs <= nowMs) dead++;
+    if (dead > 0) takes.splice(0, dead);
+    if (takes.length === 0) {
+      this.#pairs.delete(id);
+      return undefined;
+    }
+    return takes;
   }
 }

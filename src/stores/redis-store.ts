@@ -90,8 +90,22 @@ export class RedisStore implements BucketStore {
     return redisKey(this.prefix, identityTag(keyString(key)), bucket);
   }
 
-  acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
-    return acquireOne(this, bucket, key, cost);
+  /** Takes `cost` (default 1) tokens from the key's bucket, or nothing when it holds fewer: one script call. */
+  async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
+    assertBucket(bucket);
+    assertCost(cost, bucket);
+    const terms = termsOf(bucket);
+    if (terms.huge) return acquireOne(this, bucket, key, cost);
+    const identity = keyString(key);
+    const reply = await this.run(this.acquireLua, [redisKey(this.prefix, identityTag(identity), bucket)], [1, terms.capacity, terms.tokens, terms.period, cost]);
+    if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false);
+    const [flag, whole, third] = reply as [number, number | string, number | string];
+    if (flag === 1) {
+      if (cost > 0) this.recordReceipt(pairKey(bucket, identity), third, cost);
+      return { allowed: true, remaining: Number(whole) };
+    }
+    if (flag !== 0) parseAcquireReply(reply, 1, false);
+    return { allowed: false, retryAfterMs: third === NEVER ? null : Number(third) };
   }
 
   /**
@@ -110,10 +124,15 @@ export class RedisStore implements BucketStore {
       : await this.acquireAcrossSlots(requests, tags);
     if (admission.allowed) {
       fullAt.forEach((after, i) => {
-        if (after !== null) this.receipts.record(pairKey(requests[i]!.bucket, keys[i]!), after, requests[i]!.cost, fullAtMs(after), nowMs);
+        if (after !== null && requests[i]!.cost > 0) this.receipts.record(pairKey(requests[i]!.bucket, keys[i]!), after, requests[i]!.cost, fullAtMs(after), nowMs);
       });
     }
     return admission;
+  }
+
+  private recordReceipt(id: string, value: unknown, cost: number): void {
+    const after = parseFullAt(value);
+    if (after !== null) this.receipts.record(id, after, cost, fullAtMs(after), Date.now());
   }
 
   /** What `acquireAll` would answer now; nothing is written. */
@@ -156,7 +175,7 @@ export class RedisStore implements BucketStore {
     const nowMs = Date.now();
     const pairs = refundPairs(requests, keys).map((pair) => {
       const claim = pair.tokens > 0 ? this.receipts.claim(pair.id, pair.tokens, nowMs) : undefined;
-      return { ...pair, tag: identityTag(pair.key), tokens: claim?.tokens ?? 0, after: claim?.after ?? null, remaining: 0 };
+      return { ...pair, tag: identityTag(pair.key), tokens: claim?.tokens ?? 0, after: claim?.after ?? null, claim, remaining: 0 };
     });
     const slots = this.slots(pairs.map((p) => p.tag));
     await Promise.all(
@@ -165,7 +184,8 @@ export class RedisStore implements BucketStore {
         const { remaining, after } = await this.runRefund(group.map((p) => ({ ...p, key: redisKey(this.prefix, p.tag, p.bucket) })));
         group.forEach((pair, j) => {
           pair.remaining = remaining[j]!;
-          if (pair.after !== null) this.receipts.shrink(pair.id, after[j]!);
+          const given = after[j];
+          if (pair.claim !== undefined && given) this.receipts.settle(pair.id, pair.claim, given);
         });
       }),
     );
