@@ -4,7 +4,8 @@ Token buckets: take every request's tokens or none (or only check).
 A bucket's whole state is the time at which it is full again (Redis TIME,
 microseconds), the value of its key: a whole number `A`, or `A+num/den`
 for A + num/den µs. A missing key is a full bucket; a key expires when its
-bucket is full again.
+bucket is full again: PXAT is A without its last three digits, and Redis
+keeps a key through its expiry millisecond.
 
 The arithmetic is exact. For a rate of T tokens per P µs (the fraction
 reduced by the caller), a bucket's content is counted in level units: a
@@ -21,8 +22,10 @@ capacity and cost as times instead, whole µs plus units of 1/T µs,
 computed exactly by the caller, and the script adds and compares those.
 
 KEYS[i]                  the bucket's key of request i
-ARGV[1]      mode        'check': decide, write nothing; else e: requests 1..e are
-                         enforced and e+1..n measured (taken only if all would be)
+ARGV[1]      mode        'take': every request enforced, no key twice, no huge bucket
+                         (the common case, without tables); 'check': decide, write
+                         nothing; else e: requests 1..e are enforced and e+1..n
+                         measured (taken only if all would be)
 ARGV[4i-2]   capacity    tokens, integer >= 0
 ARGV[4i-1]   T           tokens per period, reduced, integer >= 1
 ARGV[4i]     P           period in µs, reduced, integer >= 1
@@ -52,8 +55,10 @@ local mode = ARGV[1]
 local clock = redis.call('TIME')
 local now = clock[1] * 1000000 + clock[2]
 
--- The common case: one enforced request below 2^53, without tables.
-if n == 1 and mode == '1' and #ARGV == 5 then
+-- The common case: enforced requests on distinct keys below 2^53. Anything
+-- else (a short request, a value to repair, bad arguments) falls through to
+-- the general path below, which decides again from scratch.
+if mode == 'take' and #ARGV == 4 * n + 1 and n == 1 then
   local cap, T, P, cost = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
   local F = cap * P
   local C = cost * P
@@ -86,36 +91,105 @@ if n == 1 and mode == '1' and #ARGV == 5 then
       end
     end
     if clean then
-      local whole = math.floor(L / P)
-      if whole >= WIDE then whole = string.format('%d', whole) end
-      if cost > cap then return {0, whole, -1} end
-      if C > L then
+      if cost > cap or C > L or C == 0 then
+        local whole = math.floor(L / P)
+        if whole >= WIDE then whole = string.format('%d', whole) end
+        if C == 0 then return {1, whole, 0} end
+        if cost > cap then return {0, whole, -1} end
         local w = C - L
         if T ~= 1 then w = math.ceil(w / T) end
         return {0, whole, math.ceil(w / 1000)}
       end
-      if C == 0 then return {1, whole, 0} end
       L = L - C
-      whole = math.floor(L / P)
+      local whole = math.floor(L / P)
       if whole >= WIDE then whole = string.format('%d', whole) end
       local D = F - L
-      if T == 1 then
-        local at = now + D
-        redis.call('SET', key, string.format('%d', at), 'PXAT', string.format('%d', math.ceil(at / 1000)))
-        return {1, whole, at}
-      end
-      local q = math.floor(D / T)
+      -- The key expires through the millisecond the bucket is full again in:
+      -- PXAT is the full-at µs without its last three digits.
+      local q = D
+      if T ~= 1 then q = math.floor(D / T) end
       local at = now + q
       local r = D - q * T
       if r == 0 then
-        redis.call('SET', key, string.format('%d', at), 'PXAT', string.format('%d', math.ceil(at / 1000)))
+        local value = string.format('%d', at)
+        redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
         return {1, whole, at}
       end
       local value = string.format('%d+%d/%d', at, r, T)
-      redis.call('SET', key, value, 'PXAT', string.format('%d', math.floor(at / 1000) + 1))
+      redis.call('SET', key, value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
       return {1, whole, value}
     end
     -- A value to repair: the general path below does it.
+  end
+elseif mode == 'take' and #ARGV == 4 * n + 1 and n <= 1000 then
+  -- Several: decide every one first (levels after in `rem`, deficits in `deficit`), then write.
+  local values = redis.call('MGET', unpack(KEYS))
+  local out = {1}
+  local deficit = {}
+  local ok = true
+  for i = 1, n do
+    local b = 4 * i - 2
+    local cap, T, P, cost = ARGV[b] + 0, ARGV[b + 1] + 0, ARGV[b + 2] + 0, ARGV[b + 3] + 0
+    local F = cap * P
+    if not (cap >= 0 and cost >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and cost % 1 == 0 and T % 1 == 0 and P % 1 == 0
+        and F < EXACT and cost <= cap) then
+      ok = false
+      break
+    end
+    local L = F
+    local v = values[i]
+    if v then
+      local at = tonumber(v)
+      local r = 0
+      if not at then
+        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
+        if not a then ok = false break end
+        at, num, den = tonumber(a), tonumber(num), tonumber(den)
+        if den == T then r = num else r = math.ceil(num * T / den) end
+        if r >= T then at = at + math.ceil(r / T); r = 0 end
+      elseif at % 1 ~= 0 then
+        ok = false
+        break
+      end
+      local q = at - now
+      if q >= 0 then
+        local D = q * T + r
+        if D <= F then L = F - D else ok = false break end
+      elseif not (q < 0) then
+        ok = false
+        break
+      end
+    end
+    local C = cost * P
+    if C > L then ok = false break end
+    L = L - C
+    local whole = math.floor(L / P)
+    if whole >= WIDE then whole = string.format('%d', whole) end
+    out[1 + i] = whole
+    if C == 0 then deficit[i] = false else deficit[i] = F - L end
+  end
+  if ok then
+    for i = 1, n do
+      local D = deficit[i]
+      local x = 0
+      if D then
+        local key = KEYS[i]
+        local T = ARGV[4 * i - 1] + 0
+        local q = D
+        if T ~= 1 then q = math.floor(D / T) end
+        local r = D - q * T
+        x = now + q
+        if r == 0 then
+          local value = string.format('%d', x)
+          redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
+        else
+          x = string.format('%d+%d/%d', x, r, T)
+          redis.call('SET', key, x, 'PXAT', string.sub(x, 1, string.find(x, '+', 1, true) - 4))
+        end
+      end
+      out[1 + n + i] = x
+    end
+    return out
   end
 end
 
@@ -123,7 +197,7 @@ end
 -- bucket, a stored value to repair, or bad arguments.
 local check = mode == 'check'
 local enforced = n
-if not check then enforced = tonumber(mode) end
+if not check and mode ~= 'take' then enforced = tonumber(mode) end
 if not (enforced and enforced >= 0 and enforced <= n and enforced % 1 == 0) or #ARGV < 4 * n + 1 then
   return redis.error_reply('ERR token bucket: expected a mode and 4 arguments per key, got ' .. #ARGV .. ' arguments for ' .. n .. ' keys')
 end
@@ -312,9 +386,11 @@ if check or shortE then
         if q == 0 and r == 0 then
           redis.call('DEL', key)
         elseif r == 0 then
-          redis.call('SET', key, string.format('%d', now + q), 'PXAT', string.format('%d', math.ceil((now + q) / 1000)))
+          local value = string.format('%d', now + q)
+          redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
         else
-          redis.call('SET', key, string.format('%d+%d/%d', now + q, r, T), 'PXAT', string.format('%d', math.floor((now + q) / 1000) + 1))
+          local value = string.format('%d+%d/%d', now + q, r, T)
+          redis.call('SET', key, value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
         end
       end
     end
@@ -357,10 +433,11 @@ for j = 1, n do
         if s[k + 5] then redis.call('DEL', key) end
       elseif r == 0 then
         x = now + q
-        redis.call('SET', key, string.format('%d', x), 'PXAT', string.format('%d', math.ceil(x / 1000)))
+        local value = string.format('%d', x)
+        redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
       else
         x = string.format('%d+%d/%d', now + q, r, T)
-        redis.call('SET', key, x, 'PXAT', string.format('%d', math.floor((now + q) / 1000) + 1))
+        redis.call('SET', key, x, 'PXAT', string.sub(x, 1, string.find(x, '+', 1, true) - 4))
       end
     end
     s[k + 6] = x

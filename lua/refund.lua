@@ -164,9 +164,11 @@ for i = 1, n do
   elseif dq == 0 and dr == 0 then
     redis.call('DEL', key)
   elseif dr == 0 then
-    redis.call('SET', key, string.format('%d', now + dq), 'PXAT', string.format('%d', math.ceil((now + dq) / 1000)))
+    local value = string.format('%d', now + dq)
+    redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4)) -- as in acquire.lua
   else
-    redis.call('SET', key, string.format('%d+%d/%d', now + dq, dr, T), 'PXAT', string.format('%d', math.floor((now + dq) / 1000) + 1))
+    local value = string.format('%d+%d/%d', now + dq, dr, T)
+    redis.call('SET', key, value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
   end
   if rem >= 9007199254740928 then rem = string.format('%d', rem) end -- ioredis misreads integers this close to 2^53
   out[i] = rem

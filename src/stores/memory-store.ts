@@ -102,7 +102,7 @@ export class MemoryStore implements BucketStore {
     order.forEach((index, position) => {
       const after = result.fullAt[position];
       const { bucket, cost } = requests[index]!;
-      if (after) this.receipts.record(pairKey(bucket, keys[index]!), after, cost, fullAtMs(after), now / 1000);
+      if (after && cost > 0) this.receipts.record(pairKey(bucket, keys[index]!), after.at, after.num, after.den, cost, fullAtMs(after), now / 1000);
     });
     if (result.flag === 2) {
       const wouldDeny = shortOf(result, order);

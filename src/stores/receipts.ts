@@ -7,10 +7,11 @@ export const DEFAULT_MAX_RECEIPTS = 10_000;
 /** Takes of one pair kept apart; beyond this the latest two are merged. */
 const TAKES_PER_PAIR = 8;
 
-/** One take a store may still give back. */
+/** One take a store may still give back: the bucket's full-at time right after it, `at` + `num`/`den` µs. */
 export interface Take {
-  /** The bucket's full-at time right after the take. */
-  after: FullAt;
+  at: number;
+  num: number;
+  den: number;
   /** Tokens taken and not given back. */
   tokens: number;
   /** ms on the store's clock: when every one of those tokens has refilled. */
@@ -25,6 +26,8 @@ export interface Claim {
   drawn: Take[];
 }
 
+const timeOf = (take: Take): FullAt => ({ at: take.at, num: take.num, den: take.den });
+
 /**
  * The takes a store may give back. A refund can only be bounded by what the
  * store knows of the take: refill consumes a bucket's deficit from the
@@ -36,12 +39,15 @@ export interface Claim {
  * in the deficit, so that bound never exceeds what any of them still owes)
  * and draws its tokens from the latest ones, so two operations of one
  * identity each get theirs back. A take is dropped once its tokens have
- * refilled; beyond `limit` pairs, the oldest pair is forgotten. A forgotten
- * take is simply not given back.
+ * refilled. Pairs live in two generations of `limit / 2`: when the young
+ * one fills, the old one is forgotten, so memory stays bounded and each
+ * take costs O(1), allocation-free once a pair's earlier takes have
+ * refilled. A forgotten take is simply not given back.
  */
 export class ReceiptBook {
   readonly #limit: number;
-  readonly #pairs = new Map<string, Take[]>();
+  #young = new Map<string, Take[]>();
+  #old = new Map<string, Take[]>();
 
   constructor(limit: number) {
     this.#limit = limit;
@@ -49,24 +55,39 @@ export class ReceiptBook {
 
   /** Pairs remembered. */
   get size(): number {
-    return this.#pairs.size;
+    return this.#young.size + this.#old.size;
   }
 
-  /** Notes `tokens` taken from `id`, whose bucket was full again at `after` right after. */
-  record(id: string, after: FullAt, tokens: number, refilledAtMs: number, nowMs: number): void {
+  /** Notes `tokens` taken from `id`, whose bucket was full again at `at` + `num`/`den` µs right after. */
+  record(id: string, at: number, num: number, den: number, tokens: number, refilledAtMs: number, nowMs: number): void {
     if (this.#limit === 0 || tokens <= 0) return;
-    let takes = this.#live(id, nowMs);
+    const takes = this.#young.get(id) ?? this.#old.get(id);
     if (takes === undefined) {
-      takes = [];
-      this.#pairs.set(id, takes);
-      for (const oldest of this.#pairs.keys()) {
-        if (this.#pairs.size <= this.#limit) break;
-        this.#pairs.delete(oldest);
+      if (this.#young.size >= Math.max(1, this.#limit >> 1)) {
+        this.#old = this.#young;
+        this.#young = new Map();
       }
+      this.#young.set(id, [{ at, num, den, tokens, refilledAtMs }]);
+      return;
     }
-    let at = takes.length;
-    while (at > 0 && compareFullAt(takes[at - 1]!.after, after) > 0) at--;
-    takes.splice(at, 0, { after, tokens, refilledAtMs });
+    let dead = 0;
+    while (dead < takes.length && takes[dead]!.refilledAtMs <= nowMs) dead++;
+    if (dead === takes.length) {
+      // every earlier take has refilled: the entry starts afresh, reused in place
+      const first = takes[0]!;
+      first.at = at;
+      first.num = num;
+      first.den = den;
+      first.tokens = tokens;
+      first.refilledAtMs = refilledAtMs;
+      takes.length = 1;
+      return;
+    }
+    if (dead > 0) takes.splice(0, dead);
+    const take: Take = { at, num, den, tokens, refilledAtMs };
+    let position = takes.length;
+    while (position > 0 && compareFullAt(takes[position - 1]!, take) > 0) position--;
+    takes.splice(position, 0, take);
     if (takes.length > TAKES_PER_PAIR) {
       // merged, the pair keeps the earlier time: a bound that never grows
       const last = takes.pop()!;
@@ -80,7 +101,7 @@ export class ReceiptBook {
   claim(id: string, tokens: number, nowMs: number): Claim | undefined {
     const takes = this.#live(id, nowMs);
     if (takes === undefined || tokens <= 0) return undefined;
-    const after = takes[0]!.after;
+    const after = timeOf(takes[0]!);
     const drawn: Take[] = [];
     let claimed = 0;
     while (claimed < tokens && takes.length > 0) {
@@ -91,7 +112,7 @@ export class ReceiptBook {
       if (last.tokens === 0) takes.pop();
       else drawn.push(last);
     }
-    if (takes.length === 0) this.#pairs.delete(id);
+    if (takes.length === 0) this.#forget(id);
     return { after, tokens: claimed, drawn };
   }
 
@@ -102,23 +123,33 @@ export class ReceiptBook {
    */
   settle(id: string, claim: Claim, given: FullAt): void {
     if (compareFullAt(given, claim.after) >= 0 || claim.drawn.length === 0) return;
-    for (const take of claim.drawn) take.after = shiftFullAt(take.after, claim.after, given);
-    this.#pairs.get(id)?.sort((a, b) => compareFullAt(a.after, b.after));
+    for (const take of claim.drawn) {
+      const moved = shiftFullAt(take, claim.after, given);
+      take.at = moved.at;
+      take.num = moved.num;
+      take.den = moved.den;
+    }
+    (this.#young.get(id) ?? this.#old.get(id))?.sort(compareFullAt);
   }
 
   clear(): void {
-    this.#pairs.clear();
+    this.#young.clear();
+    this.#old.clear();
+  }
+
+  #forget(id: string): void {
+    if (!this.#young.delete(id)) this.#old.delete(id);
   }
 
   /** `id`'s takes whose tokens have not all refilled, or undefined. */
   #live(id: string, nowMs: number): Take[] | undefined {
-    const takes = this.#pairs.get(id);
+    const takes = this.#young.get(id) ?? this.#old.get(id);
     if (takes === undefined) return undefined;
     let dead = 0;
     while (dead < takes.length && takes[dead]!.refilledAtMs <= nowMs) dead++;
     if (dead > 0) takes.splice(0, dead);
     if (takes.length === 0) {
-      this.#pairs.delete(id);
+      this.#forget(id);
       return undefined;
     }
     return takes;

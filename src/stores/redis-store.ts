@@ -33,6 +33,8 @@ export interface RedisStoreOptions {
 
 const NOT_SHORT = -2;
 const NEVER = -1;
+/** lua/acquire.lua's mode for enforced requests on distinct keys, none huge. */
+const TAKE = 'take';
 
 let acquireScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
@@ -96,12 +98,12 @@ export class RedisStore implements BucketStore {
     assertCost(cost, bucket);
     const terms = termsOf(bucket);
     if (terms.huge) return acquireOne(this, bucket, key, cost);
-    const identity = keyString(key);
-    const reply = await this.run(this.acquireLua, [redisKey(this.prefix, identityTag(identity), bucket)], [1, terms.capacity, terms.tokens, terms.period, cost]);
+    const redisKeyOf = redisKey(this.prefix, identityTag(keyString(key)), bucket);
+    const reply = await this.run(this.acquireLua, [redisKeyOf], [TAKE, terms.capacity, terms.tokens, terms.period, cost]);
     if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false);
     const [flag, whole, third] = reply as [number, number | string, number | string];
     if (flag === 1) {
-      if (cost > 0) this.recordReceipt(pairKey(bucket, identity), third, cost);
+      if (cost > 0) this.recordReceipt(redisKeyOf, third, cost);
       return { allowed: true, remaining: Number(whole) };
     }
     if (flag !== 0) parseAcquireReply(reply, 1, false);
@@ -124,15 +126,22 @@ export class RedisStore implements BucketStore {
       : await this.acquireAcrossSlots(requests, tags);
     if (admission.allowed) {
       fullAt.forEach((after, i) => {
-        if (after !== null && requests[i]!.cost > 0) this.receipts.record(pairKey(requests[i]!.bucket, keys[i]!), after, requests[i]!.cost, fullAtMs(after), nowMs);
+        const { bucket, cost } = requests[i]!;
+        if (after !== null && cost > 0) {
+          this.receipts.record(redisKey(this.prefix, tags[i]!, bucket), after.at, after.num, after.den, cost, fullAtMs(after), nowMs);
+        }
       });
     }
     return admission;
   }
 
   private recordReceipt(id: string, value: unknown, cost: number): void {
+    if (typeof value === 'number') {
+      if (value > 0) this.receipts.record(id, value, 0, 1, cost, Math.ceil(value / 1000), Date.now());
+      return;
+    }
     const after = parseFullAt(value);
-    if (after !== null) this.receipts.record(id, after, cost, fullAtMs(after), Date.now());
+    if (after !== null) this.receipts.record(id, after.at, after.num, after.den, cost, fullAtMs(after), Date.now());
   }
 
   /** What `acquireAll` would answer now; nothing is written. */
@@ -174,8 +183,10 @@ export class RedisStore implements BucketStore {
     if (requests.length === 0) return [];
     const nowMs = Date.now();
     const pairs = refundPairs(requests, keys).map((pair) => {
-      const claim = pair.tokens > 0 ? this.receipts.claim(pair.id, pair.tokens, nowMs) : undefined;
-      return { ...pair, tag: identityTag(pair.key), tokens: claim?.tokens ?? 0, after: claim?.after ?? null, claim, remaining: 0 };
+      const tag = identityTag(pair.key);
+      const receipt = redisKey(this.prefix, tag, pair.bucket);
+      const claim = pair.tokens > 0 ? this.receipts.claim(receipt, pair.tokens, nowMs) : undefined;
+      return { ...pair, receipt, tag, tokens: claim?.tokens ?? 0, after: claim?.after ?? null, claim, remaining: 0 };
     });
     const slots = this.slots(pairs.map((p) => p.tag));
     await Promise.all(
@@ -185,7 +196,7 @@ export class RedisStore implements BucketStore {
         group.forEach((pair, j) => {
           pair.remaining = remaining[j]!;
           const given = after[j];
-          if (pair.claim !== undefined && given) this.receipts.settle(pair.id, pair.claim, given);
+          if (pair.claim !== undefined && given) this.receipts.settle(pair.receipt, pair.claim, given);
         });
       }),
     );
@@ -341,6 +352,8 @@ export class RedisStore implements BucketStore {
       if (terms.huge) tail.push(...terms.fullTime, ...timeOf(cost, terms));
       keys.push(redisKey(this.prefix, tags[i]!, bucket));
     }
+    // every request enforced, no key twice, no huge bucket: the script's path without tables
+    if (!check && enforced === order.length && tail.length === 0 && (keys.length === 1 || new Set(keys).size === keys.length)) args[0] = TAKE;
     const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
     const parsed = parseAcquireReply(reply, order.length, check);
     // back from the order sent to the order of `indexes`
