@@ -22,10 +22,15 @@ capacity and cost as times instead, whole µs plus units of 1/T µs,
 computed exactly by the caller, and the script adds and compares those.
 
 KEYS[i]                  the bucket's key of request i
-ARGV[1]      mode        'take': every request enforced, no key twice, no huge bucket
-                         (the common case, without tables); 'check': decide, write
-                         nothing; else e: requests 1..e are enforced and e+1..n
-                         measured (taken only if all would be)
+
+The common case, every request enforced, no key twice and no huge bucket,
+takes no mode argument (each argument costs Redis a string and a table slot):
+ARGV[1..3]               one request whose token is a whole number of µs (T = 1):
+                         capacity (tokens), period (µs per token), cost (tokens)
+ARGV[4i-3..4i]           else, per request: capacity, T, P, cost as below
+Every other call:
+ARGV[1]      mode        'check': decide, write nothing; else e: requests 1..e are
+                         enforced and e+1..n measured (taken only if all would be)
 ARGV[4i-2]   capacity    tokens, integer >= 0
 ARGV[4i-1]   T           tokens per period, reduced, integer >= 1
 ARGV[4i]     P           period in µs, reduced, integer >= 1
@@ -51,15 +56,20 @@ local EXACT = 9007199254740992 -- 2^53
 -- overflows first): whole tokens that large are sent as strings.
 local WIDE = 9007199254740928
 local n = #KEYS
-local mode = ARGV[1]
+local argc = #ARGV
 local clock = redis.call('TIME')
 local now = clock[1] * 1000000 + clock[2]
 
 -- The common case: enforced requests on distinct keys below 2^53. Anything
 -- else (a short request, a value to repair, bad arguments) falls through to
 -- the general path below, which decides again from scratch.
-if mode == 'take' and #ARGV == 4 * n + 1 and n == 1 then
-  local cap, T, P, cost = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+if n == 1 and (argc == 3 or argc == 4) then
+  local cap, T, P, cost
+  if argc == 3 then
+    cap, T, P, cost = ARGV[1] + 0, 1, ARGV[2] + 0, ARGV[3] + 0
+  else
+    cap, T, P, cost = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+  end
   local F = cap * P
   local C = cost * P
   -- Nothing a caller sends can mint: whole numbers, none negative (else the general path names the bad one).
@@ -121,14 +131,14 @@ if mode == 'take' and #ARGV == 4 * n + 1 and n == 1 then
     end
     -- A value to repair: the general path below does it.
   end
-elseif mode == 'take' and #ARGV == 4 * n + 1 and n <= 1000 then
+elseif argc == 4 * n and n <= 1000 then
   -- Several: decide every one first (levels after in `rem`, deficits in `deficit`), then write.
   local values = redis.call('MGET', unpack(KEYS))
   local out = {1}
   local deficit = {}
   local ok = true
   for i = 1, n do
-    local b = 4 * i - 2
+    local b = 4 * i - 3
     local cap, T, P, cost = ARGV[b] + 0, ARGV[b + 1] + 0, ARGV[b + 2] + 0, ARGV[b + 3] + 0
     local F = cap * P
     if not (cap >= 0 and cost >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and cost % 1 == 0 and T % 1 == 0 and P % 1 == 0
@@ -174,7 +184,7 @@ elseif mode == 'take' and #ARGV == 4 * n + 1 and n <= 1000 then
       local x = 0
       if D then
         local key = KEYS[i]
-        local T = ARGV[4 * i - 1] + 0
+        local T = ARGV[4 * i - 2] + 0
         local q = D
         if T ~= 1 then q = math.floor(D / T) end
         local r = D - q * T
@@ -195,11 +205,20 @@ end
 
 -- Everything else: several requests, measured ones, a check, a huge
 -- bucket, a stored value to repair, or bad arguments.
-local check = mode == 'check'
+-- `shift` is where request 1's arguments start, less one: 1 after a mode
+-- argument, 0 for the common case's layouts (`three`: capacity, period, cost).
+local three = n == 1 and argc == 3
+local shift = 1
+local check = false
 local enforced = n
-if not check and mode ~= 'take' then enforced = tonumber(mode) end
-if not (enforced and enforced >= 0 and enforced <= n and enforced % 1 == 0) or #ARGV < 4 * n + 1 then
-  return redis.error_reply('ERR token bucket: expected a mode and 4 arguments per key, got ' .. #ARGV .. ' arguments for ' .. n .. ' keys')
+if three or (argc == 4 * n and n > 0) then
+  shift = 0
+else
+  check = ARGV[1] == 'check'
+  if not check then enforced = tonumber(ARGV[1]) end
+  if not (enforced and enforced >= 0 and enforced <= n and enforced % 1 == 0) or argc < 4 * n + 1 then
+    return redis.error_reply('ERR token bucket: expected a mode and 4 arguments per key, got ' .. argc .. ' arguments for ' .. n .. ' keys')
+  end
 end
 
 local values
@@ -216,18 +235,22 @@ local first = {}
 local s = {}
 local ws = {}
 local out = {0}
-local tail = 4 * n + 2
+local tail = 4 * n + 1 + shift
 local shortE, shortM = false, false
 
 for i = 1, n do
   local key = KEYS[i]
-  local b = 4 * i - 2
-  local cap, T, P, cost = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local b = 4 * i - 3 + shift
+  local cap, T, P, cost
+  if three then
+    cap, T, P, cost = tonumber(ARGV[1]), 1, tonumber(ARGV[2]), tonumber(ARGV[3])
+  else
+    cap, T, P, cost = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  end
   if not (cap and T and P and cost and cap >= 0 and T >= 1 and P >= 1 and cost >= 0
       and cap % 1 == 0 and T % 1 == 0 and P % 1 == 0 and cost % 1 == 0) then
     return redis.error_reply('ERR token bucket request ' .. i .. ': capacity, tokens, period and cost must be whole numbers'
-      .. ' (>= 0, >= 1, >= 1, >= 0), got ' .. tostring(ARGV[b]) .. ', ' .. tostring(ARGV[b + 1]) .. ', '
-      .. tostring(ARGV[b + 2]) .. ', ' .. tostring(ARGV[b + 3]))
+      .. ' (>= 0, >= 1, >= 1, >= 0), got ' .. tostring(cap) .. ', ' .. tostring(T) .. ', ' .. tostring(P) .. ', ' .. tostring(cost))
   end
   local F = cap * P
   local huge = not (F < EXACT)

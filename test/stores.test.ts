@@ -269,7 +269,9 @@ describe.each(subjects.slice(1))('%s in Redis', (_name, makeSubject) => {
     await expect(redis.eval(source, 1, key, '1', 10, 1, -1000, 1)).rejects.toThrow(/must be whole numbers/);
     await expect(redis.eval(source, 1, key, '1', 10, 1, 1000, 'nan')).rejects.toThrow(/must be whole numbers/);
     await expect(redis.eval(source, 1, key, '2', 10, 1, 1000, 1)).rejects.toThrow(/expected a mode and 4 arguments per key/);
-    await expect(redis.eval(source, 1, key, '1', 10, 1, 1000)).rejects.toThrow(/expected a mode and 4 arguments per key/);
+    await expect(redis.eval(source, 1, key, '1', 10)).rejects.toThrow(/expected a mode and 4 arguments per key/);
+    await expect(redis.eval(source, 1, key, 10, 1, 1000, -5)).rejects.toThrow(/must be whole numbers .* got 10, 1, 1000, -5/);
+    await expect(redis.eval(source, 1, key, 10, 1000, -5)).rejects.toThrow(/must be whole numbers .* got 10, 1, 1000, -5/);
     await expect(redis.eval(refund, 1, key, 10, 1, 1000, -5, '0')).rejects.toThrow(/must be whole numbers/);
     await expect(redis.eval(refund, 1, key, 10, 1, 1000, 5, 'soon')).rejects.toThrow(/the time after the take must be/);
     expect(await redis.exists(key)).toBe(0);
@@ -281,6 +283,8 @@ describe.each(subjects.slice(1))('%s in Redis', (_name, makeSubject) => {
     for (const cost of [-1, -8, -1e15]) {
       await expect(redis.eval(source, 1, mint, '1', 10, 1, 360_000_000, cost)).rejects.toThrow(/whole numbers/);
       await expect(redis.eval(source, 1, mint, 'check', 10, 1, 360_000_000, cost)).rejects.toThrow(/whole numbers/);
+      await expect(redis.eval(source, 1, mint, 10, 360_000_000, cost)).rejects.toThrow(/whole numbers/);
+      await expect(redis.eval(source, 2, mint, `${mint}2`, 10, 1, 360_000_000, cost, 10, 1, 360_000_000, 1)).rejects.toThrow(/whole numbers/);
     }
     expect(await redis.get(mint)).toBe(before);
     expect(await store.acquire(bucket, 'mint', 0)).toEqual({ allowed: true, remaining: 2 });

@@ -33,8 +33,6 @@ export interface RedisStoreOptions {
 
 const NOT_SHORT = -2;
 const NEVER = -1;
-/** lua/acquire.lua's mode for enforced requests on distinct keys, none huge. */
-const TAKE = 'take';
 
 let acquireScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
@@ -99,7 +97,8 @@ export class RedisStore implements BucketStore {
     const terms = termsOf(bucket);
     if (terms.huge) return acquireOne(this, bucket, key, cost);
     const redisKeyOf = redisKey(this.prefix, identityTag(keyString(key)), bucket);
-    const reply = await this.run(this.acquireLua, [redisKeyOf], [TAKE, terms.capacity, terms.tokens, terms.period, cost]);
+    const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
+    const reply = await this.run(this.acquireLua, [redisKeyOf], args);
     if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false);
     const [flag, whole, third] = reply as [number, number | string, number | string];
     if (flag === 1) {
@@ -352,8 +351,11 @@ export class RedisStore implements BucketStore {
       if (terms.huge) tail.push(...terms.fullTime, ...timeOf(cost, terms));
       keys.push(redisKey(this.prefix, tags[i]!, bucket));
     }
-    // every request enforced, no key twice, no huge bucket: the script's path without tables
-    if (!check && enforced === order.length && tail.length === 0 && (keys.length === 1 || new Set(keys).size === keys.length)) args[0] = TAKE;
+    // Every request enforced, no key twice, no huge bucket: the script's common case, without a mode argument.
+    if (!check && enforced === order.length && tail.length === 0 && (keys.length === 1 || new Set(keys).size === keys.length)) {
+      args.shift();
+      if (keys.length === 1 && args[1] === 1) args.splice(1, 1);
+    }
     const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
     const parsed = parseAcquireReply(reply, order.length, check);
     // back from the order sent to the order of `indexes`
