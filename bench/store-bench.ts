@@ -308,10 +308,7 @@ return {1, 999, now + 10000}`;
 async function floorLimiter(client: Redis, buckets: readonly TokenBucket[]): Promise<Limiter> {
   const store = new RedisStore(client);
   const sha = (await client.script('LOAD', buckets.length === 1 ? FLOOR_SINGLE_SCRIPT : FLOOR_SCRIPT)) as string;
-  const args =
-    buckets.length === 1
-      ? buckets.flatMap((b) => [b.capacity, b.rate.periodUs / b.rate.tokens, 1])
-      : buckets.flatMap((b) => [b.capacity, 1, b.rate.periodUs / b.rate.tokens, 1]);
+  const args = buckets.flatMap((b) => [b.capacity, b.rate.periodUs / b.rate.tokens, 1]);
   return {
     name: 'design floor',
     acquire: async (identity) => {

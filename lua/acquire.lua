@@ -25,8 +25,8 @@ KEYS[i]                  the bucket's key of request i
 
 The common case, every request enforced, no key twice and no huge bucket,
 takes no mode argument (each argument costs Redis a string and a table slot):
-ARGV[1..3]               one request whose token is a whole number of µs (T = 1):
-                         capacity (tokens), period (µs per token), cost (tokens)
+ARGV[3i-2..3i]           when every token is a whole number of µs (T = 1), per
+                         request: capacity (tokens), period (µs per token), cost
 ARGV[4i-3..4i]           else, per request: capacity, T, P, cost as below
 Every other call:
 ARGV[1]      mode        'check': decide, write nothing; else e: requests 1..e are
@@ -131,15 +131,22 @@ if n == 1 and (argc == 3 or argc == 4) then
     end
     -- A value to repair: the general path below does it.
   end
-elseif argc == 4 * n and n <= 1000 then
-  -- Several: decide every one first (levels after in `rem`, deficits in `deficit`), then write.
+elseif (argc == 3 * n or argc == 4 * n) and n > 1 and n <= 1000 then
+  -- Several: decide every one first (whole tokens left in `out`, the deficit
+  -- to store in place of the value read), then write.
   local values = redis.call('MGET', unpack(KEYS))
   local out = {1}
-  local deficit = {}
   local ok = true
+  local stride = argc / n
   for i = 1, n do
-    local b = 4 * i - 3
-    local cap, T, P, cost = ARGV[b] + 0, ARGV[b + 1] + 0, ARGV[b + 2] + 0, ARGV[b + 3] + 0
+    local cap, T, P, cost
+    if stride == 3 then
+      local b = 3 * i - 2
+      cap, T, P, cost = ARGV[b] + 0, 1, ARGV[b + 1] + 0, ARGV[b + 2] + 0
+    else
+      local b = 4 * i - 3
+      cap, T, P, cost = ARGV[b] + 0, ARGV[b + 1] + 0, ARGV[b + 2] + 0, ARGV[b + 3] + 0
+    end
     local F = cap * P
     if not (cap >= 0 and cost >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and cost % 1 == 0 and T % 1 == 0 and P % 1 == 0
         and F < EXACT and cost <= cap) then
@@ -176,15 +183,16 @@ elseif argc == 4 * n and n <= 1000 then
     local whole = math.floor(L / P)
     if whole >= WIDE then whole = string.format('%d', whole) end
     out[1 + i] = whole
-    if C == 0 then deficit[i] = false else deficit[i] = F - L end
+    if C == 0 then values[i] = false else values[i] = F - L end
   end
   if ok then
     for i = 1, n do
-      local D = deficit[i]
+      local D = values[i]
       local x = 0
       if D then
         local key = KEYS[i]
-        local T = ARGV[4 * i - 2] + 0
+        local T = 1
+        if stride == 4 then T = ARGV[4 * i - 2] + 0 end
         local q = D
         if T ~= 1 then q = math.floor(D / T) end
         local r = D - q * T
@@ -206,8 +214,9 @@ end
 -- Everything else: several requests, measured ones, a check, a huge
 -- bucket, a stored value to repair, or bad arguments.
 -- `shift` is where request 1's arguments start, less one: 1 after a mode
--- argument, 0 for the common case's layouts (`three`: capacity, period, cost).
-local three = n == 1 and argc == 3
+-- argument, 0 for the common case's layouts (`three`: capacity, period, cost
+-- per request).
+local three = n > 0 and argc == 3 * n
 local shift = 1
 local check = false
 local enforced = n
@@ -243,7 +252,8 @@ for i = 1, n do
   local b = 4 * i - 3 + shift
   local cap, T, P, cost
   if three then
-    cap, T, P, cost = tonumber(ARGV[1]), 1, tonumber(ARGV[2]), tonumber(ARGV[3])
+    b = 3 * i - 2
+    cap, T, P, cost = tonumber(ARGV[b]), 1, tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
   else
     cap, T, P, cost = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
   end

@@ -351,10 +351,15 @@ export class RedisStore implements BucketStore {
       if (terms.huge) tail.push(...terms.fullTime, ...timeOf(cost, terms));
       keys.push(redisKey(this.prefix, tags[i]!, bucket));
     }
-    // Every request enforced, no key twice, no huge bucket: the script's common case, without a mode argument.
+    // Every request enforced, no key twice, no huge bucket: the script's common case, without a mode
+    // argument, and without T when every token is a whole number of µs.
     if (!check && enforced === order.length && tail.length === 0 && (keys.length === 1 || new Set(keys).size === keys.length)) {
       args.shift();
-      if (keys.length === 1 && args[1] === 1) args.splice(1, 1);
+      if (args.every((_, j) => j % 4 !== 1 || args[j] === 1)) {
+        const three: (string | number)[] = [];
+        for (let j = 0; j < args.length; j += 4) three.push(args[j]!, args[j + 2]!, args[j + 3]!);
+        args.splice(0, args.length, ...three);
+      }
     }
     const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
     const parsed = parseAcquireReply(reply, order.length, check);
