@@ -116,6 +116,35 @@ interface KeyState {
 }
 
 /**
+ * lua/acquire.lua's common case for one request: the level left after
+ * taking `cost` (level units), or undefined when the general path must
+ * decide (the request is short, or the bucket is huge).
+ */
+export function levelAfterTake(terms: BucketTerms, cost: number, stored: StoredState | undefined, now: number): number | undefined {
+  if (terms.huge) return undefined;
+  const T = terms.tokens;
+  let L = terms.full;
+  if (stored !== undefined) {
+    const [q, r] = deficit(stored, now, T);
+    if (q >= 0) {
+      const D = q * T + r;
+      if (!(D <= L)) return undefined;
+      L -= D;
+    }
+  }
+  const C = cost * terms.period;
+  return cost > terms.capacity || C > L ? undefined : L - C;
+}
+
+/** The state to keep for a bucket left at level `L` (level units) at `now`; null when it is full. */
+export function stateOfLevel(terms: BucketTerms, L: number, now: number): FullAt | null {
+  const D = terms.full - L;
+  const T = terms.tokens;
+  const q = T === 1 ? D : Math.floor(D / T);
+  return stateAt(now, q, D - q * T, T);
+}
+
+/**
  * lua/acquire.lua's general path. `requests` holds the enforced requests
  * first (`enforced` of them), then the measured ones; `check` decides for
  * every request and writes nothing.

@@ -1,8 +1,9 @@
 import type { TokenBucket } from '../token-bucket.js';
 import type { StoredState } from './bucket-arithmetic.js';
-import { runAcquire, runRefund } from './bucket-arithmetic.js';
+import { levelAfterTake, runAcquire, runRefund, stateOfLevel } from './bucket-arithmetic.js';
 import type { CallRequest, CallResult } from './bucket-arithmetic.js';
 import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, BucketStore, DeniedRequest } from './bucket-store.js';
+import type { BucketTerms } from './bucket-terms.js';
 import { termsOf, timeOf } from './bucket-terms.js';
 import type { FullAt } from './full-at.js';
 import { fullAtMs } from './full-at.js';
@@ -81,8 +82,18 @@ export class MemoryStore implements BucketStore {
     return this.fullAt.size;
   }
 
-  acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
-    return acquireOne(this, bucket, key, cost);
+  /** Takes `cost` (default 1) tokens from the key's bucket, or nothing when it holds fewer. */
+  async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
+    assertBucket(bucket);
+    assertCost(cost, bucket);
+    const id = pairKey(bucket, keyString(key));
+    const now = this.nowUs();
+    if (now >= this.nextSweep) this.sweep(now);
+    const terms = termsOf(bucket);
+    const L = levelAfterTake(terms, cost, this.read(id, now), now);
+    if (L === undefined) return acquireOne(this, bucket, key, cost);
+    if (cost > 0) this.take(id, terms, L, cost, now);
+    return { allowed: true, remaining: Math.floor(L / terms.period) };
   }
 
   /**
@@ -94,6 +105,8 @@ export class MemoryStore implements BucketStore {
     const keys = validateRequests(requests);
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const now = this.nowUs();
+    const quick = this.takeAll(requests, keys, now);
+    if (quick !== undefined) return { allowed: true, remaining: quick };
     const order = measuredLast(requests);
     const enforced = order.filter((i) => requests[i]!.measure !== true).length;
     const result = this.run(requests, keys, order, enforced, false, now);
@@ -166,6 +179,40 @@ export class MemoryStore implements BucketStore {
     this.receipts.clear();
   }
 
+  /**
+   * lua/acquire.lua's common case: every request enforced and admitted, on
+   * distinct pairs, none huge. The whole tokens left, or undefined when the
+   * general path must decide.
+   */
+  private takeAll(requests: readonly AcquireRequest[], keys: readonly string[], now: number): number[] | undefined {
+    const n = requests.length;
+    if (now >= this.nextSweep) this.sweep(now);
+    const ids: string[] = [];
+    const levels: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const { bucket, cost, measure } = requests[i]!;
+      const id = pairKey(bucket, keys[i]!);
+      if (measure === true || (n > 1 && ids.includes(id))) return undefined;
+      const L = levelAfterTake(termsOf(bucket), cost, this.read(id, now), now);
+      if (L === undefined) return undefined;
+      ids.push(id);
+      levels.push(L);
+    }
+    return levels.map((L, i) => {
+      const { bucket, cost } = requests[i]!;
+      const terms = termsOf(bucket);
+      if (cost > 0) this.take(ids[i]!, terms, L, cost, now);
+      return Math.floor(L / terms.period);
+    });
+  }
+
+  /** Keeps a bucket left at level `L` after taking `cost`, and the receipt for a refund. */
+  private take(id: string, terms: BucketTerms, L: number, cost: number, now: number): void {
+    const state = stateOfLevel(terms, L, now);
+    this.write(id, state);
+    if (state !== null) this.receipts.record(id, state.at, state.num, state.den, cost, fullAtMs(state), now / 1000);
+  }
+
   private run(
     requests: readonly AcquireRequest[],
     keys: readonly string[],
@@ -185,13 +232,10 @@ export class MemoryStore implements BucketStore {
     return result;
   }
 
+  /** A bucket full again reads as absent; the sweep (or the next write) removes it. */
   private read(id: string, now: number): StoredState | undefined {
     const state = this.fullAt.get(id);
-    if (state !== undefined && stateUs(state) <= now) {
-      this.fullAt.delete(id);
-      return undefined;
-    }
-    return state;
+    return state !== undefined && stateUs(state) <= now ? undefined : state;
   }
 
   private write(id: string, state: FullAt | null): void {

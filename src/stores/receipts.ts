@@ -84,6 +84,18 @@ export class ReceiptBook {
       return;
     }
     if (dead > 0) takes.splice(0, dead);
+    const last = takes[takes.length - 1]!;
+    if (last.at < at || (last.at === at && compareFullAt(last, { at, num, den }) <= 0)) {
+      // the usual order: later than every take kept
+      if (takes.length < TAKES_PER_PAIR) {
+        takes.push({ at, num, den, tokens, refilledAtMs });
+      } else {
+        // merged into the latest, the pair keeps the earlier time: a bound that never grows
+        last.tokens += tokens;
+        last.refilledAtMs = Math.max(last.refilledAtMs, refilledAtMs);
+      }
+      return;
+    }
     const take: Take = { at, num, den, tokens, refilledAtMs };
     let position = takes.length;
     while (position > 0 && compareFullAt(takes[position - 1]!, take) > 0) position--;

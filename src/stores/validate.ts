@@ -53,7 +53,6 @@ export function validateRequests(requests: readonly AcquireRequest[], what = 'ac
     throw new RangeError(`${what} takes at most ${MAX_BATCH_REQUESTS} requests per call, got ${requests.length}`);
   }
   const keys: string[] = [];
-  let seen: Map<string, TokenBucket> | undefined;
   for (const r of requests) {
     if (r === null || typeof r !== 'object') throw new TypeError(`${what} takes an array of { bucket, key, cost }`);
     assertBucket(r.bucket);
@@ -62,18 +61,34 @@ export function validateRequests(requests: readonly AcquireRequest[], what = 'ac
     if (r.measure !== undefined && typeof r.measure !== 'boolean') {
       throw new TypeError(`bucket "${r.bucket.name}": measure must be a boolean, got ${typeof r.measure}`);
     }
-    if (requests.length > 1) {
-      seen ??= new Map();
-      const id = pairKey(r.bucket, key);
-      const other = seen.get(id);
-      if (other === undefined) seen.set(id, r.bucket);
-      else if (!sameDefinition(other, r.bucket)) {
-        throw new RangeError(`bucket "${r.bucket.name}" appears twice in one call with a different capacity or rate`);
-      }
-    }
     keys.push(key);
   }
+  if (requests.length > 1) assertOneDefinitionPerPair(requests, keys);
   return keys;
+}
+
+function assertOneDefinitionPerPair(requests: readonly AcquireRequest[], keys: readonly string[]): void {
+  const clash = (a: TokenBucket, b: TokenBucket): never => {
+    throw new RangeError(`bucket "${b.name}" appears twice in one call with a different capacity or rate`);
+  };
+  if (requests.length <= 16) {
+    // an operation's few buckets: comparing pairs beats building a map
+    for (let i = 1; i < requests.length; i++) {
+      const b = requests[i]!.bucket;
+      for (let j = 0; j < i; j++) {
+        const a = requests[j]!.bucket;
+        if (a.name === b.name && keys[i] === keys[j] && !sameDefinition(a, b)) clash(a, b);
+      }
+    }
+    return;
+  }
+  const seen = new Map<string, TokenBucket>();
+  requests.forEach(({ bucket }, i) => {
+    const id = pairKey(bucket, keys[i]!);
+    const other = seen.get(id);
+    if (other === undefined) seen.set(id, bucket);
+    else if (!sameDefinition(other, bucket)) clash(other, bucket);
+  });
 }
 
 /** The wait for every short request: null if any never fits, else the longest. */
