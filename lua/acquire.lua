@@ -38,7 +38,7 @@ ARGV[4i+1]   cost        tokens, integer >= 0
 ARGV[4n+2..]             for each request with capacity * P >= 2^53, in order:
                          capacity and cost as times: qF rF qC rC (µs, 1/T µs)
 
-Replies (rem: whole tokens; X: the key's full-at time after the call, a
+Replies (rem: whole tokens, a string when within 64 of 2^53; X: the key's full-at time after the call, a
 number or an `A+num/den` string, 0 where nothing is stored; w: -2 not short,
 -1 never (more than the capacity), else ms until it would fit):
   {1, rem after_1..n, X_1..n}             every request taken
