@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BucketKey } from '../stores/bucket-store.js';
+import { sameDefinition } from '../stores/bucket-terms.js';
 import { keyString } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 
@@ -107,7 +108,7 @@ export class DenyCache {
     const entry = this.entries.get(id);
     if (entry === undefined) return undefined;
     const now = this.now();
-    if (!(now < entry.deniedUntil) || !sameBucket(entry.bucket, bucket)) {
+    if (!(now < entry.deniedUntil) || !sameDefinition(entry.bucket, bucket)) {
       this.entries.delete(id);
       return undefined;
     }
@@ -128,7 +129,7 @@ export class DenyCache {
     for (const { bucket, key, cost, measured } of requests) {
       if (measured) continue;
       const call = this.pending.get(pairId(bucket, key));
-      if (call !== undefined && cost >= call.cost && sameBucket(call.bucket, bucket)) return call;
+      if (call !== undefined && cost >= call.cost && sameDefinition(call.bucket, bucket)) return call;
     }
     return undefined;
   }
@@ -177,17 +178,13 @@ export class DenyCache {
     const id = pairId(bucket, key);
     const entry = this.entries.get(id);
     if (entry === undefined) return;
-    if (cost >= entry.cost || !sameBucket(entry.bucket, bucket)) {
+    if (cost >= entry.cost || !sameDefinition(entry.bucket, bucket)) {
       this.entries.delete(id);
       return;
     }
     const takenMs = (cost * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
     this.entries.set(id, { ...entry, deniedUntil: entry.deniedUntil + takenMs, fitsBy: entry.fitsBy + takenMs });
   }
-}
-
-function sameBucket(a: TokenBucket, b: TokenBucket): boolean {
-  return a === b || (a.capacity === b.capacity && a.rate.tokens === b.rate.tokens && a.rate.periodUs === b.rate.periodUs);
 }
 
 /** Bucket names cannot hold NUL, so the pair stays unambiguous. */

@@ -13,11 +13,6 @@ import { resolveIdentity } from './tiers.js';
 import type { ResolvedIdentity } from './tiers.js';
 import { withTimeout } from './timeout.js';
 
-// The store's measure flags (see the store contract): a measured request counts
-// like any other but never makes the call deny.
-type MeasuredRequest = AcquireRequest & { measure?: boolean };
-type MeasuredAdmission = BatchAdmission & { wouldDeny?: DeniedRequest[] };
-
 /** One bucket an operation is charged: whose tokens and how many. */
 export interface Charge {
   /** The configured bucket, or the plan's bucket `identify` returned for it. */
@@ -219,14 +214,14 @@ export class Limiter<TContext> {
     const { settings, metrics } = this;
     // Enforced, the operation would take nothing from any measured bucket when
     // one of them can never fit: they are only read (cost 0) then.
-    const requests: MeasuredRequest[] = charges.map(({ bucket, key, cost, measured }) =>
+    const requests: AcquireRequest[] = charges.map(({ bucket, key, cost, measured }) =>
       measured ? { bucket, key, cost: measuredNever ? 0 : cost, measure: true } : { bucket, key, cost },
     );
-    let result: MeasuredAdmission;
+    let result: BatchAdmission;
     const sentAt = performance.now();
     try {
       result = await withTimeout(
-        Promise.resolve().then(() => acquireAllFrom(settings.store, requests as AcquireRequest[]) as Promise<MeasuredAdmission>),
+        Promise.resolve().then(() => acquireAllFrom(settings.store, requests)),
         settings.storeTimeoutMs,
       );
     } catch (error) {
