@@ -105,6 +105,27 @@ describe.each(stores)('plans on %s', (_name, makeStore) => {
     expect(retryAfter).toBeLessThanOrEqual(72);
   });
 
+  it('keeps one bucket per identity across a plan change: an emptied free bucket upgrades to one as far from full', async () => {
+    let plan: 'free' | 'pro' = 'free';
+    const store = makeStore();
+    const server = await serveLimited('Apollo Server', typeDefs, resolvers, {
+      store,
+      buckets: [free],
+      identify: (user) => (plan === 'pro' ? { key: user, bucket: pro } : user),
+      reportCost: true,
+    });
+    servers.push(server);
+    const user = fresh();
+    for (let i = 0; i < 5; i++) expect((await server.post({ query: '{ ping }' }, user)).status).toBe(200);
+    plan = 'pro';
+    // Full again in an hour, as the free bucket was: at 50 an hour, that is empty.
+    const upgraded = await server.post({ query: '{ ping }' }, user);
+    expect(upgraded.status).toBe(429);
+    const retryAfter = upgraded.body.errors?.[0]?.extensions?.['retryAfter'] as number;
+    expect(retryAfter).toBeGreaterThan(70);
+    expect(retryAfter).toBeLessThanOrEqual(72);
+  });
+
   it("checks a cost against the plan's capacity: above the free one fits a paid plan, above the paid one never does", async () => {
     const server = await serve();
     const [basic, paid] = [fresh(), fresh('pro')];
