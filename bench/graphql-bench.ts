@@ -10,7 +10,7 @@ import { formatTable, formatTargets } from './benchmark.js';
 import { runCostAnalysisBench } from './graphql-cost.js';
 import type { CostBenchOptions, CostOperationFigures } from './graphql-cost.js';
 import { IDENTITY, IDENTITY_HEADER, QUERY, VARIANTS } from './graphql-schema.js';
-import type { Variant } from './graphql-schema.js';
+import type { FloodVariant, Variant } from './graphql-schema.js';
 
 /*
  * An Apollo server over HTTP, each variant in its own process, under load
@@ -117,19 +117,19 @@ const STOP_TIMEOUT_MS = 5_000;
 /** Lets requests left in flight by autocannon finish before Redis counters are read. */
 const SETTLE_MS = 250;
 
-interface ServerProcess {
-  variant: Variant;
+export interface ServerProcess {
+  variant: Variant | FloodVariant;
   url: string;
   child: ChildProcess;
 }
 
 /** Every server still running, killed on exit whatever happens. */
 const live = new Set<ChildProcess>();
-const killLive = (): void => {
+export const killLive = (): void => {
   for (const child of live) child.kill('SIGKILL');
 };
 
-async function startServer(variant: Variant, redisUrl: string): Promise<ServerProcess> {
+export async function startServer(variant: Variant | FloodVariant, redisUrl: string): Promise<ServerProcess> {
   const profileDir = process.env.GRAPHQL_BENCH_CPU_PROF;
   const nodeArgs = ['--import', 'tsx'];
   if (profileDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${variant}.cpuprofile`);
@@ -176,7 +176,7 @@ async function startServer(variant: Variant, redisUrl: string): Promise<ServerPr
   return { variant, url, child };
 }
 
-async function stopServer({ child }: ServerProcess): Promise<void> {
+export async function stopServer({ child }: ServerProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
@@ -212,13 +212,13 @@ function load(url: string, connections: number, seconds: number, expectBody: str
   });
 }
 
-interface Counters {
+export interface Counters {
   scriptCalls: number;
   commands: number;
   redisCpuUs: number;
 }
 
-async function redisCounters(admin: Redis): Promise<Counters> {
+export async function redisCounters(admin: Redis): Promise<Counters> {
   const [commandstats, cpu] = await Promise.all([admin.info('commandstats'), admin.info('cpu')]);
   let scriptCalls = 0;
   let commands = 0;
@@ -250,7 +250,7 @@ async function machineBusyUs(): Promise<number> {
 }
 
 /** user + sys CPU of a process, from /proc (Linux); NaN elsewhere. */
-async function processCpuUs(pid: number | undefined): Promise<number> {
+export async function processCpuUs(pid: number | undefined): Promise<number> {
   try {
     const stat = await readFile(`/proc/${String(pid)}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -306,7 +306,7 @@ async function timedRun(
   };
 }
 
-function median(values: readonly number[]): number {
+export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? (sorted[mid] ?? NaN) : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2;
@@ -352,7 +352,7 @@ export async function measureGraphqlBench(
     const expectBody = bodies[0] ?? '';
     if (bodies.some((b) => b !== expectBody)) throw new Error(`the variants answer differently:\n${bodies.join('\n')}`);
 
-    const runs = new Map<Variant, LoadRun[]>(VARIANTS.map((v) => [v, []]));
+    const runs = new Map<string, LoadRun[]>(VARIANTS.map((v) => [v, []]));
     for (let round = 1; round <= options.rounds; round++) {
       for (const server of servers) {
         const run = await timedRun(server, admin, round, options, expectBody);

@@ -14,6 +14,21 @@ export function isVariant(value: string | undefined): value is Variant {
   return (VARIANTS as readonly (string | undefined)[]).includes(value);
 }
 
+/**
+ * The flood benchmark's servers (bench/flood-bench.ts): tokenBucketPlugin on
+ * RedisStore whose `price` bucket one operation empties for an hour, with the
+ * deny cache on (the default) and off.
+ */
+export const FLOOD_VARIANTS = ['flooded', 'flooded-no-cache'] as const;
+export type FloodVariant = (typeof FLOOD_VARIANTS)[number];
+
+export function isFloodVariant(value: string | undefined): value is FloodVariant {
+  return (FLOOD_VARIANTS as readonly (string | undefined)[]).includes(value);
+}
+
+/** The `price` bucket of the flooded servers: QUERY takes all of it, and it refills in an hour. */
+export const FLOOD_PRICE_CAPACITY = 10;
+
 /** Header carrying the caller's identity; both limiters key on it. */
 export const IDENTITY_HEADER = 'x-user';
 export const IDENTITY = 'bench-user';

@@ -3,7 +3,8 @@
  *
  *   node --import tsx bench/graphql-server.ts <variant> <port> <redisUrl>
  *
- * `variant` is `none`, `ours` or `graphql-rate-limit-directive`; port 0 picks
+ * `variant` is `none`, `ours` or `graphql-rate-limit-directive`, or one of the
+ * flood benchmark's `flooded` and `flooded-no-cache`; port 0 picks
  * a free one. Prints `READY <url>` once it listens, stops on SIGTERM/SIGINT,
  * and exits when its stdin closes so a crashed parent leaves nothing behind.
  */
@@ -17,6 +18,8 @@ import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Rate, RedisStore, TokenBucket, tokenBucketPlugin } from '../src/index.js';
 import {
+  FLOOD_PRICE_CAPACITY,
+  FLOOD_VARIANTS,
   IDENTITY,
   IDENTITY_HEADER,
   OUR_CAPACITY,
@@ -24,10 +27,11 @@ import {
   RESOLVERS,
   TOKEN_BUCKET_TYPE_DEFS,
   VARIANTS,
+  isFloodVariant,
   isVariant,
   peerTypeDefs,
 } from './graphql-schema.js';
-import type { Variant } from './graphql-schema.js';
+import type { FloodVariant, Variant } from './graphql-schema.js';
 
 interface BenchContext extends BaseContext {
   user: string;
@@ -38,8 +42,23 @@ interface Setup {
   plugins: ApolloServerPlugin<BenchContext>[];
 }
 
-function setUp(variant: Variant, redis: Redis): Setup {
+function setUp(variant: Variant | FloodVariant, redis: Redis): Setup {
   switch (variant) {
+    case 'flooded':
+    case 'flooded-no-cache': {
+      const rate = Rate.perSecond(OUR_REFILL_PER_SECOND);
+      const plugin = tokenBucketPlugin<BenchContext>({
+        store: new RedisStore(redis),
+        buckets: [
+          new TokenBucket('api', OUR_CAPACITY, rate),
+          new TokenBucket('list', OUR_CAPACITY, rate),
+          new TokenBucket('price', FLOOD_PRICE_CAPACITY, Rate.perHour(FLOOD_PRICE_CAPACITY)),
+        ],
+        identify: ({ contextValue }) => contextValue.user,
+        denyCache: variant === 'flooded',
+      });
+      return { schema: makeExecutableSchema({ typeDefs: TOKEN_BUCKET_TYPE_DEFS, resolvers: RESOLVERS }), plugins: [plugin] };
+    }
     case 'none':
       return { schema: makeExecutableSchema({ typeDefs: TOKEN_BUCKET_TYPE_DEFS, resolvers: RESOLVERS }), plugins: [] };
     case 'ours': {
@@ -68,8 +87,8 @@ function setUp(variant: Variant, redis: Redis): Setup {
 async function main(): Promise<void> {
   const [variant, portArg, redisUrl] = process.argv.slice(2);
   const port = Number(portArg);
-  if (!isVariant(variant) || !Number.isInteger(port) || port < 0 || !redisUrl) {
-    throw new Error(`usage: bench/graphql-server.ts <${VARIANTS.join('|')}> <port> <redisUrl>`);
+  if (!(isVariant(variant) || isFloodVariant(variant)) || !Number.isInteger(port) || port < 0 || !redisUrl) {
+    throw new Error(`usage: bench/graphql-server.ts <${[...VARIANTS, ...FLOOD_VARIANTS].join('|')}> <port> <redisUrl>`);
   }
   const redis = new Redis(redisUrl, { lazyConnect: true });
   redis.on('error', (error: Error) => console.error(`graphql-server ${variant}: redis: ${error.message}`));

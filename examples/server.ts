@@ -1,6 +1,8 @@
 // `npm start`: the example server on http://localhost:4000 (or PORT), with
 // subscriptions over WebSocket (graphql-ws) on ws://localhost:4000.
-// Uses an in-memory store, or Redis when REDIS_URL is set.
+// Uses an in-memory store, or Redis when REDIS_URL is set. With METRICS_PORT
+// set, the limiter's metrics are served for Prometheus on
+// http://localhost:<METRICS_PORT>/metrics.
 import { Redis } from 'ioredis';
 import { startExampleServer, storeFromEnvironment } from './app.js';
 
@@ -16,11 +18,16 @@ const redis = process.env.REDIS_URL
   : undefined;
 redis?.on('error', (error: Error) => console.error(`redis: ${error.message}`));
 
+const metricsPort = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
+// Loaded only when asked for: the example runs without OpenTelemetry's SDK.
+const prometheus = metricsPort === undefined ? undefined : await (await import('./metrics.js')).servePrometheusMetrics(metricsPort);
+
 const example = await startExampleServer({ store: storeFromEnvironment(redis), port });
 console.log(`graphql-token-bucket example ready at ${example.url}, subscriptions at ${example.wsUrl} (store: ${redis ? 'Redis' : 'memory'})`);
+if (prometheus) console.log(`metrics for Prometheus at ${prometheus.url}`);
 
 const shutdown = (): void => {
-  void example.stop().finally(() => {
+  void Promise.all([example.stop(), prometheus?.stop()]).finally(() => {
     redis?.disconnect();
     process.exit(0);
   });

@@ -5,7 +5,7 @@ import { makeExecutableSchema } from '@graphql-tools/schema';
 import { createYoga } from 'graphql-yoga';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { useTokenBucket } from '../src/envelop/index.js';
 import { tokenBucketSubscriptions } from '../src/graphql-ws/index.js';
 import { Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs } from '../src/index.js';
@@ -84,9 +84,7 @@ let users = 0;
 const freshUser = (): string => `calls-user-${++users}`;
 
 describe('store calls per operation under GraphQL Yoga, counted by Redis', () => {
-  let url: string;
-
-  beforeEach(async () => {
+  async function serve(denyCache?: boolean): Promise<string> {
     const server = await serveHandler(
       createYoga({
         schema,
@@ -97,28 +95,40 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
             store: new RedisStore(redis, { prefix: uniquePrefix('yoga-calls') }),
             buckets,
             identify: ({ request }) => request.headers.get('x-user-id') ?? 'anonymous',
+            ...(denyCache === undefined ? {} : { denyCache }),
           }),
         ],
       }),
     );
     stops.push(server.stop);
-    url = server.url;
     // The first call loads the script (EVALSHA, NOSCRIPT, EVAL); count the steady state.
-    expect((await postJson<ResponseBody>(url, THREE_BUCKETS, { 'x-user-id': freshUser() })).status).toBe(200);
+    expect((await postJson<ResponseBody>(server.url, THREE_BUCKETS, { 'x-user-id': freshUser() })).status).toBe(200);
     await admin.config('RESETSTAT');
-  });
+    return server.url;
+  }
 
-  it(`makes exactly one script call for each of ${N} operations touching 3 buckets, admitted or denied`, async () => {
+  /** c holds 100 and this costs 12 × (Entry 1 + next (1 + n 0)) = 24: four pass, the rest are denied. */
+  async function drain(url: string): Promise<void> {
     const heavy = { 'x-user-id': freshUser() };
     for (let i = 0; i < N; i++) {
-      // c holds 100 and this costs 12 × (Entry 1 + next (1 + n 0)) = 24: four pass, the rest are denied.
       const answer = await postJson<ResponseBody>(url, { query: '{ a b list(first: 12) { next { n } } }' }, heavy);
       expect(answer.status).toBe(i < 4 ? 200 : 429);
     }
+  }
+
+  it(`with denyCache: false, makes exactly one script call for each of ${N} operations touching 3 buckets, admitted or denied`, async () => {
+    await drain(await serve(false));
     expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
   });
 
+  it('with the deny cache, makes one script call per admitted operation and one for the first denial', async () => {
+    // c refills 100 an hour: the 20 tokens the first denial lacks are minutes away.
+    await drain(await serve());
+    expect(await scriptCalls()).toEqual({ evalsha: 4 + 1, eval: 0 });
+  });
+
   it('makes one script call per operation of a batch, and none for an operation nothing charges', async () => {
+    const url = await serve();
     const answer = await postJson<ResponseBody[]>(url, Array.from({ length: N }, () => THREE_BUCKETS), { 'x-user-id': freshUser() });
     expect(answer.body).toHaveLength(N);
     for (const result of answer.body) expect(result.errors).toBeUndefined();

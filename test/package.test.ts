@@ -167,10 +167,37 @@ describe('the published package', () => {
     expect(JSON.parse(out)).toEqual(['function', 'function', false, false]);
   });
 
+  it("records metrics with the user's @opentelemetry/api, through a MeterProvider registered after the limiter was made", async () => {
+    const out = await node(
+      root,
+      `const pkg = await import('graphql-token-bucket');
+       const { tokenBucketSubscriptions } = await import('graphql-token-bucket/graphql-ws');
+       const { buildSchema } = await import('graphql');
+       const { metrics } = await import('@opentelemetry/api');
+       const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
+       const schema = buildSchema(pkg.tokenBucketDirectiveTypeDefs + ' type Query { a: Int @tokenBucket(name: "a", cost: 1) }');
+       const hooks = tokenBucketSubscriptions({ schema, store: new pkg.MemoryStore(), buckets: [new pkg.TokenBucket('a', 1, pkg.Rate.perHour(1))], identify: () => 'me' });
+       class Reader extends MetricReader { async onForceFlush() {} async onShutdown() {} }
+       const reader = new Reader();
+       metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+       const ctx = { connectionParams: {}, extra: {} };
+       await hooks.onSubscribe(ctx, '1', { query: '{ a }' });
+       await hooks.onSubscribe(ctx, '2', { query: '{ a }' });
+       const { resourceMetrics } = await reader.collect();
+       const counter = resourceMetrics.scopeMetrics.find((s) => s.scope.name === 'graphql-token-bucket').metrics.find((m) => m.descriptor.name === 'graphql.token_bucket.decisions');
+       console.log(JSON.stringify(counter.dataPoints.map((p) => [p.attributes['graphql.token_bucket.result'], p.value]).sort()));`,
+    );
+    expect(JSON.parse(out)).toEqual([
+      ['allowed', 1],
+      ['denied', 1],
+    ]);
+  });
+
   it('loads the root, ./envelop and ./graphql-ws with only graphql and its own dependency installed', async () => {
     // A project of its own: the packed files under node_modules, beside graphql
     // and @graphql-tools/utils only (no @apollo/server, @envelop/core,
-    // graphql-ws or ioredis anywhere Node looks).
+    // graphql-ws, ioredis or @opentelemetry/api anywhere Node looks): the
+    // decisions below record no metrics, and fail for none.
     const dir = mkdtempSync(join(tmpdir(), 'gtb-peers-'));
     try {
       const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
@@ -186,7 +213,7 @@ describe('the published package', () => {
       const out = await node(
         dir,
         `const absent = [];
-         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis']) {
+         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', '@opentelemetry/api']) {
            try { await import(name); } catch (error) { if (error.code === 'ERR_MODULE_NOT_FOUND') absent.push(name); }
          }
          const { buildSchema } = await import('graphql');
@@ -209,7 +236,7 @@ describe('the published package', () => {
          }));`,
       );
       expect(JSON.parse(out)).toEqual({
-        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis'],
+        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', '@opentelemetry/api'],
         plugin: 'function',
         envelop: 'function',
         first: 'admitted',

@@ -116,14 +116,24 @@ describe('store calls per operation, counted by Redis', () => {
     expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
   });
 
-  it('makes one script call for a denied operation too', async () => {
-    const apollo = await server();
+  it('with denyCache: false, makes one script call for a denied operation too', async () => {
+    const apollo = await server({ denyCache: false });
     // `c` holds 100 and this costs 12 x (Entry 1 + next 1) = 24: four operations pass, the rest are denied.
     for (let i = 0; i < N; i++) {
       const result = await run(apollo, '{ a b list(first: 12) { next { n } } }', 'heavy-user');
       expect(errorCodes(result)).toEqual(i < 4 ? [] : ['RATE_LIMITED']);
     }
     expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+  });
+
+  it('with the deny cache, makes no script call for a denial this replica already had from the store', async () => {
+    const apollo = await server();
+    // `c` refills 100 an hour: the 20 tokens the first denial lacks are minutes away.
+    for (let i = 0; i < N; i++) {
+      const result = await run(apollo, '{ a b list(first: 12) { next { n } } }', 'heavy-user');
+      expect(errorCodes(result)).toEqual(i < 4 ? [] : ['RATE_LIMITED']);
+    }
+    expect(await scriptCalls()).toEqual({ evalsha: 4 + 1, eval: 0 });
   });
 
   it('makes no call for operations that touch no annotated field, or cost more than a capacity', async () => {

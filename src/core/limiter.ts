@@ -1,18 +1,26 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel } from '../cost/cost-model.js';
-import type { AcquireRequest, BatchAdmission, BucketKey } from '../stores/bucket-store.js';
-import { acquireAllFrom, validateRequests } from '../stores/validate.js';
+import type { AcquireRequest, BatchAdmission, BucketKey, DeniedRequest } from '../stores/bucket-store.js';
+import { acquireAllFrom } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
+import { DenyCache } from './deny-cache.js';
+import type { StoreCall } from './deny-cache.js';
 import { describeError } from './errors.js';
+import { LimiterMetrics } from './metrics.js';
 import { validateOptions } from './options.js';
 import type { LimiterOptions, Logger, Settings } from './options.js';
+import { resolveIdentity } from './tiers.js';
+import type { ResolvedIdentity } from './tiers.js';
 import { withTimeout } from './timeout.js';
 
 /** One bucket an operation is charged: whose tokens and how many. */
 export interface Charge {
+  /** The configured bucket, or the plan's bucket `identify` returned for it. */
   readonly bucket: TokenBucket;
   readonly key: BucketKey;
   readonly cost: number;
+  /** In `measure`: counted, never denying. */
+  readonly measured: boolean;
 }
 
 /** What one operation spent of one bucket, for `reportCost`. */
@@ -20,14 +28,35 @@ export interface BucketReport {
   cost: number;
   remaining: number;
   capacity: number;
+  /** A measured bucket that would have denied the operation. */
+  wouldDeny?: true;
+}
+
+/** A measured bucket that would have denied an admitted operation. */
+export interface WouldDeny {
+  /** Index in the decision's `charges`. */
+  readonly index: number;
+  /** What the client would have been told: null for never. */
+  readonly retryAfterMs: number | null;
 }
 
 /** What the limiter decided for one operation. */
 export type Decision =
   /** The operation touches no bucket: nothing asked of the store. */
   | { readonly kind: 'free' }
-  /** Every bucket had enough; `remaining[i]` is what `charges[i]`'s bucket has left. */
-  | { readonly kind: 'allowed'; readonly charges: readonly Charge[]; readonly remaining: readonly number[] }
+  /**
+   * Every enforced bucket had enough; `remaining[i]` is what `charges[i]`'s
+   * bucket has left. `wouldDeny` lists the measured buckets that were short;
+   * then no measured bucket was charged, so `taken[i]`, the tokens taken from
+   * `charges[i]`'s bucket, is its cost or 0 (what a refund may give back).
+   */
+  | {
+      readonly kind: 'allowed';
+      readonly charges: readonly Charge[];
+      readonly remaining: readonly number[];
+      readonly wouldDeny: readonly WouldDeny[];
+      readonly taken: readonly number[];
+    }
   /**
    * Nothing was taken. `bucket` and `cost` name the bucket the client waits
    * longest for; `retryAfterMs` is null when the operation can never succeed.
@@ -59,6 +88,9 @@ export interface OperationInput<TContext> {
  */
 export class Limiter<TContext> {
   readonly settings: Settings<TContext>;
+  readonly metrics: LimiterMetrics;
+  /** What the store denied lately; undefined with `denyCache: false`. */
+  private readonly denials: DenyCache | undefined;
   // Per schema: one limiter may serve several servers, or a gateway's updates.
   private readonly models = new WeakMap<GraphQLSchema, CostModel>();
   /** The newest schema's model that passed the checks: served when a later schema fails them. */
@@ -66,6 +98,8 @@ export class Limiter<TContext> {
 
   constructor(options: LimiterOptions<TContext>, owner: string) {
     this.settings = validateOptions(options, owner);
+    this.metrics = new LimiterMetrics(this.settings.meterProvider);
+    this.denials = this.settings.denyCache ? new DenyCache() : undefined;
   }
 
   /**
@@ -106,52 +140,133 @@ export class Limiter<TContext> {
   }
 
   /**
-   * Prices one operation and takes its tokens in one store call. Throws the
-   * cost analysis's `GraphQLError` for an operation it refuses, and a
-   * `TypeError`/`RangeError` when `identify` returns what cannot be a key.
+   * Prices one operation and takes its tokens in one store call (or none,
+   * when this replica's deny cache already knows the store would deny it).
+   * Throws the cost analysis's `GraphQLError` for an operation it refuses,
+   * and a `TypeError`/`RangeError`, logged, when `identify` returns what
+   * cannot be a key or a plan's bucket of another name.
    */
   async decide(input: OperationInput<TContext>): Promise<Decision> {
-    const { settings } = this;
+    const { settings, metrics } = this;
     const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
     if (costs.size === 0) return FREE;
 
-    const priced: { bucket: TokenBucket; cost: number }[] = [];
-    for (const [name, cost] of costs) {
-      const bucket = settings.buckets.get(name);
-      if (bucket === undefined) continue; // checked when the model was accepted
-      if (!(cost <= bucket.capacity)) return { kind: 'denied', bucket, cost, retryAfterMs: null };
-      priced.push({ bucket, cost });
-    }
-    if (priced.length === 0) return FREE;
-
     const charges: Charge[] = [];
-    for (const { bucket, cost } of priced) {
-      charges.push({ bucket, key: await settings.identify(input.context, bucket), cost });
+    for (const [name, cost] of costs) {
+      const configured = settings.buckets.get(name);
+      if (configured === undefined) continue; // checked when the model was accepted
+      const identity = await settings.identify(input.context, configured);
+      let resolved: ResolvedIdentity;
+      try {
+        resolved = resolveIdentity(identity, configured);
+      } catch (error) {
+        // The user's bug, never a store failure, and never an admission for free.
+        input.logger.error(`graphql-token-bucket: ${describeError(error)}`);
+        throw error;
+      }
+      charges.push({ bucket: resolved.bucket, key: resolved.key, cost, measured: settings.measured.has(name) });
     }
-    // A key identify should not have returned is the user's bug: fail here, not as a store failure.
-    validateRequests(charges as AcquireRequest[]);
+    if (charges.length === 0) return FREE;
+    for (const { bucket, cost } of charges) metrics.estimatedCost(bucket.name, cost);
 
+    // A cost above the capacity never fits: no store call for an enforced bucket.
+    let measuredNever = false;
+    for (const charge of charges) {
+      if (charge.cost <= charge.bucket.capacity) continue;
+      if (!charge.measured) {
+        metrics.decision(charge.bucket.name, 'never');
+        return { kind: 'denied', bucket: charge.bucket, cost: charge.cost, retryAfterMs: null };
+      }
+      measuredNever = true;
+    }
+
+    const { denials } = this;
+    let cached = this.cachedDenial(charges);
+    // A store call under way for the same pair, asking no more tokens: if it
+    // is denied, so is this one. A flood's concurrent requests wait for it
+    // rather than each making a call of its own; after an admission that
+    // left the bucket short of this cost, they keep queueing behind one
+    // another's calls (the first denial then answers the rest), unless the
+    // bucket refills a token within a round trip.
+    // The wait is bounded: each call waited for has its own timeout, and no
+    // new wait starts once `storeTimeoutMs` has passed.
+    const waitUntil = performance.now() + settings.storeTimeoutMs;
+    while (cached === undefined && denials !== undefined && performance.now() < waitUntil) {
+      const call = denials.askedFor(charges);
+      if (call === undefined) break;
+      const earlier = (await call.answered) as Decision | undefined;
+      // The store just failed (or timed out) for that call: this one does not wait for it twice.
+      if (earlier?.kind === 'store_error') {
+        for (const { bucket } of charges) metrics.decision(bucket.name, 'store_error');
+        return earlier;
+      }
+      cached = this.cachedDenial(charges);
+      if (cached === undefined && !(earlier?.kind === 'allowed' && leftShort(earlier, call, charges))) break;
+    }
+    if (cached !== undefined) return cached;
+    const asked = this.ask(charges, measuredNever, input);
+    denials?.asking(charges, asked);
+    return asked;
+  }
+
+  /** The one store call of an operation, and what its answer means. */
+  private async ask(charges: readonly Charge[], measuredNever: boolean, input: OperationInput<TContext>): Promise<Decision> {
+    const { settings, metrics } = this;
+    // Enforced, the operation would take nothing from any measured bucket when
+    // one of them can never fit: they are only read (cost 0) then.
+    const requests: AcquireRequest[] = charges.map(({ bucket, key, cost, measured }) =>
+      measured ? { bucket, key, cost: measuredNever ? 0 : cost, measure: true } : { bucket, key, cost },
+    );
     let result: BatchAdmission;
+    const sentAt = performance.now();
     try {
       result = await withTimeout(
-        Promise.resolve().then(() => acquireAllFrom(settings.store, charges as AcquireRequest[])),
+        Promise.resolve().then(() => acquireAllFrom(settings.store, requests)),
         settings.storeTimeoutMs,
       );
     } catch (error) {
+      metrics.storeDuration((performance.now() - sentAt) / 1000);
       // Any failure of the store, whatever its class (`fetch` rejects with a TypeError), is a store failure.
       const allowed = settings.onStoreError === 'allow';
       input.logger.warn(`graphql-token-bucket: store failed, ${allowed ? 'allowing' : 'denying'} the operation: ${describeError(error)}`);
+      for (const { bucket } of charges) metrics.decision(bucket.name, 'store_error');
       return { kind: 'store_error', allowed, error };
     }
+    const answeredAt = performance.now();
+    metrics.storeDuration((answeredAt - sentAt) / 1000);
 
-    if (!result.allowed) {
-      const worst =
-        result.denied.find((d) => d.retryAfterMs === null) ??
-        result.denied.reduce((a, b) => ((b.retryAfterMs ?? 0) > (a.retryAfterMs ?? 0) ? b : a));
-      const charge = charges[worst.index]!;
-      return { kind: 'denied', bucket: charge.bucket, cost: charge.cost, retryAfterMs: result.retryAfterMs };
+    if (!result.allowed) return this.denied(charges, result.denied, sentAt, answeredAt, input.logger);
+
+    const wouldDeny: WouldDeny[] = [];
+    if (measuredNever) {
+      charges.forEach(({ bucket, cost, measured }, index) => {
+        if (measured && cost > bucket.capacity) wouldDeny.push({ index, retryAfterMs: null });
+      });
+    } else {
+      for (const { index, retryAfterMs } of result.wouldDeny ?? []) wouldDeny.push({ index, retryAfterMs });
     }
-    return { kind: 'allowed', charges, remaining: result.remaining };
+    charges.forEach((charge, index) => {
+      const short = wouldDeny.find((w) => w.index === index);
+      if (short !== undefined) {
+        metrics.decision(charge.bucket.name, 'would_deny');
+        input.logger.warn(wouldDenyWarning(charge, short.retryAfterMs));
+      } else {
+        metrics.decision(charge.bucket.name, 'allowed');
+        if (!charge.measured) this.denials?.admitted(charge.bucket, charge.key, charge.cost);
+      }
+    });
+    // Measured buckets are charged only when the whole operation would have been admitted enforced.
+    const measuredTaken = !measuredNever && wouldDeny.length === 0;
+    const taken = charges.map(({ cost, measured }) => (!measured || measuredTaken ? cost : 0));
+    return { kind: 'allowed', charges, remaining: result.remaining, wouldDeny, taken };
+  }
+
+  /**
+   * Tokens came back to a (bucket, identity) pair through this limiter (a
+   * refund): a denial this replica remembers for it no longer holds.
+   */
+  tokensReturned(bucket: TokenBucket, key: BucketKey): void {
+    this.denials?.forget(bucket, key);
   }
 
   /** `extensions.rateLimit` of an admitted operation. */
@@ -161,8 +276,82 @@ export class Limiter<TContext> {
     decision.charges.forEach(({ bucket, cost }, i) => {
       report[bucket.name] = { cost, remaining: decision.remaining[i] ?? 0, capacity: bucket.capacity };
     });
+    for (const { index } of decision.wouldDeny) {
+      const entry = report[decision.charges[index]?.bucket.name ?? ''];
+      if (entry) entry.wouldDeny = true;
+    }
     return report;
   }
+
+  /**
+   * The denial this replica remembers for an enforced bucket of the operation,
+   * if any: the store would deny it too, so it is not asked. Of several, the
+   * longest wait is the one reported.
+   */
+  private cachedDenial(charges: readonly Charge[]): Decision | undefined {
+    const { denials } = this;
+    if (denials === undefined) return undefined;
+    let worst: { charge: Charge; retryAfterMs: number } | undefined;
+    for (const charge of charges) {
+      if (charge.measured) continue;
+      const denial = denials.check(charge.bucket, charge.key, charge.cost);
+      if (denial === undefined) continue;
+      this.metrics.decision(charge.bucket.name, 'denied');
+      if (worst === undefined || denial.retryAfterMs > worst.retryAfterMs) worst = { charge, retryAfterMs: denial.retryAfterMs };
+    }
+    if (worst === undefined) return undefined;
+    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
+  }
+
+  /** The store denied the operation: remember each short enforced bucket and name the one waited for longest. */
+  private denied(charges: readonly Charge[], denied: readonly DeniedRequest[], sentAt: number, answeredAt: number, logger: Logger): Decision {
+    let worst: { charge: Charge; retryAfterMs: number | null } | undefined;
+    for (const { index, retryAfterMs } of denied) {
+      const charge = charges[index];
+      if (charge === undefined || charge.measured) continue;
+      this.metrics.decision(charge.bucket.name, retryAfterMs === null ? 'never' : 'denied');
+      if (retryAfterMs !== null) this.denials?.remember(charge.bucket, charge.key, charge.cost, retryAfterMs, sentAt, answeredAt);
+      if (worst === undefined || (worst.retryAfterMs !== null && (retryAfterMs === null || retryAfterMs > worst.retryAfterMs))) {
+        worst = { charge, retryAfterMs };
+      }
+    }
+    if (worst === undefined) {
+      // Only a store that ignores `AcquireRequest.measure` denies for a measured request.
+      const message = 'graphql-token-bucket: the store denied an operation for a measured bucket alone: its acquireAll does not support measure (AcquireRequest.measure)';
+      logger.error(message);
+      throw new Error(message);
+    }
+    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
+  }
+}
+
+/**
+ * Whether an admitted call left one of these charges' buckets short of its
+ * cost (its whole tokens left, `remaining`, below the cost) while refilling
+ * less than a token in the call's round trip: then a call of this one would
+ * most likely be denied.
+ */
+function leftShort(earlier: Extract<Decision, { kind: 'allowed' }>, call: StoreCall, charges: readonly Charge[]): boolean {
+  const roundTripMs = (call.answeredAt ?? call.sentAt) - call.sentAt;
+  return charges.some((charge) => {
+    if (charge.measured || roundTripMs * charge.bucket.rate.tokensPerMs >= 1) return false;
+    const index = earlier.charges.findIndex((c) => DenyCache.samePair(c, charge));
+    return index >= 0 && (earlier.remaining[index] ?? Infinity) < charge.cost;
+  });
+}
+
+/** The logger's line for a measured bucket that would have denied an operation. */
+function wouldDenyWarning({ bucket, key, cost }: Charge, retryAfterMs: number | null): string {
+  const tokens = cost === 1 ? '1 token' : `${cost} tokens`;
+  const when = retryAfterMs === null ? `more than its capacity of ${bucket.capacity}: never` : `retry after ${retryAfterMs / 1000} s`;
+  return `graphql-token-bucket: would deny bucket "${bucket.name}" to identity ${describeKey(key)}: the operation costs ${tokens} (${when}); measured, so it runs`;
+}
+
+/** An identity as a log shows it: quoted and escaped (no line breaks from a client), and cut short. */
+function describeKey(key: BucketKey): string {
+  if (typeof key !== 'string') return String(key);
+  const shown = JSON.stringify(key.length > 200 ? key.slice(0, 200) : key);
+  return key.length > 200 ? `${shown}… (${key.length} characters)` : shown;
 }
 
 const FREE: Decision = Object.freeze({ kind: 'free' });

@@ -1,11 +1,16 @@
 import { DEFAULT_LIST_SIZE } from '../cost/cost-model.js';
-import type { BucketKey, BucketStore } from '../stores/bucket-store.js';
+import type { BucketStore } from '../stores/bucket-store.js';
 import { TokenBucket } from '../token-bucket.js';
+import { DEFAULT_DENY_CACHE } from './deny-cache.js';
+import type { MeterProviderLike } from './metrics.js';
+import type { Identity } from './tiers.js';
 
 /** Default of `onStoreError`: a failing store lets operations through. */
 export const DEFAULT_ON_STORE_ERROR = 'allow';
 /** Default of `storeTimeoutMs`: how long an operation waits for the store. */
 export const DEFAULT_STORE_TIMEOUT_MS = 1000;
+/** Default of `measure`: every bucket denies. */
+export const DEFAULT_MEASURE = false;
 
 /** Where the limiter reports what it cannot turn into a response: Apollo Server's logger, or `console`. */
 export interface Logger {
@@ -27,8 +32,13 @@ export interface LimiterOptions<TContext> {
    * Whose tokens an operation spends, per bucket: a user id, an API key, a
    * client address. Buckets of one operation that return the same identity
    * are acquired together in one Redis round trip, on Redis Cluster too.
+   *
+   * Return `{ key, bucket }` to give this identity a plan of its own: `bucket`
+   * is a `TokenBucket` with the same name and its own capacity and rate, used
+   * for this operation. A bucket of another name (or not a `TokenBucket`) is
+   * logged as an error and the operation fails.
    */
-  identify: (context: TContext, bucket: TokenBucket) => BucketKey | Promise<BucketKey>;
+  identify: (context: TContext, bucket: TokenBucket) => Identity | Promise<Identity>;
   /** Size assumed for a list field with no size argument and no `@listSize(assumedSize:)`. Default `DEFAULT_LIST_SIZE` (10). */
   defaultListSize?: number;
   /**
@@ -48,6 +58,31 @@ export interface LimiterOptions<TContext> {
   chargeIntrospection?: boolean;
   /** Add `extensions.rateLimit: { [bucket]: { cost, remaining, capacity } }` to responses. Default `false`. */
   reportCost?: boolean;
+  /**
+   * Buckets that count but never deny (`true`: every bucket): they are
+   * charged as if enforced, so their state evolves exactly as it would; an
+   * operation only they would deny runs, the logger warns
+   * (`graphql-token-bucket: would deny …`) and the report shows
+   * `wouldDeny: true`. Enforced buckets of the same operation decide as if
+   * the measured ones did not exist. A name not in `buckets` is a
+   * `RangeError`. Default `DEFAULT_MEASURE` (`false`).
+   */
+  measure?: boolean | readonly string[];
+  /**
+   * Remember the store's denials in this replica: for the wait the store
+   * gave, a request for at least the denied cost of that (bucket, identity)
+   * is denied without a store call. At most 10,000 pairs
+   * (`DENY_CACHE_MAX_ENTRIES`), least recently used out. Default
+   * `DEFAULT_DENY_CACHE` (`true`).
+   */
+  denyCache?: boolean;
+  /**
+   * The OpenTelemetry `MeterProvider` metrics are recorded with. Default: the
+   * global one of `@opentelemetry/api` (`metrics.getMeterProvider()`), looked
+   * up when something is recorded; nothing when `@opentelemetry/api` is not
+   * installed.
+   */
+  meterProvider?: MeterProviderLike;
 }
 
 /** The options once checked, with their defaults filled in. */
@@ -60,6 +95,10 @@ export interface Settings<TContext> {
   readonly onStoreError: 'allow' | 'deny';
   readonly storeTimeoutMs: number;
   readonly reportCost: boolean;
+  /** Names of the measured buckets. */
+  readonly measured: ReadonlySet<string>;
+  readonly denyCache: boolean;
+  readonly meterProvider: MeterProviderLike | undefined;
 }
 
 /** Checks the options once, at construction: a bad option is a programming error, thrown at once. */
@@ -91,6 +130,26 @@ export function validateOptions<TContext>(options: LimiterOptions<TContext>, own
   if (typeof storeTimeoutMs !== 'number' || !(storeTimeoutMs > 0) || storeTimeoutMs > 2_147_483_647) {
     throw new RangeError(`${owner} option "storeTimeoutMs" must be a positive number of milliseconds, got ${String(storeTimeoutMs)}`);
   }
+  const measure = options.measure ?? DEFAULT_MEASURE;
+  let measured: ReadonlySet<string>;
+  if (typeof measure === 'boolean') {
+    measured = new Set(measure ? buckets.keys() : []);
+  } else if (Array.isArray(measure)) {
+    const unknown = (measure as readonly unknown[]).filter((name) => typeof name !== 'string' || !buckets.has(name));
+    if (unknown.length > 0) {
+      const known = [...buckets.keys()].map((n) => `"${n}"`).join(', ') || 'none';
+      throw new RangeError(`${owner} option "measure" names ${unknown.map((n) => JSON.stringify(n) ?? String(n)).join(', ')}, not in "buckets" (${known})`);
+    }
+    measured = new Set(measure as readonly string[]);
+  } else {
+    throw new TypeError(`${owner} option "measure" must be a boolean or an array of bucket names, got ${String(measure)}`);
+  }
+  const denyCache = options.denyCache ?? DEFAULT_DENY_CACHE;
+  if (typeof denyCache !== 'boolean') throw new TypeError(`${owner} option "denyCache" must be a boolean, got ${String(denyCache)}`);
+  const { meterProvider } = options;
+  if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function') {
+    throw new TypeError(`${owner} option "meterProvider" must be an OpenTelemetry MeterProvider (with getMeter)`);
+  }
   return {
     store,
     buckets,
@@ -100,5 +159,8 @@ export function validateOptions<TContext>(options: LimiterOptions<TContext>, own
     onStoreError,
     storeTimeoutMs,
     reportCost: options.reportCost === true,
+    measured,
+    denyCache,
+    meterProvider,
   };
 }

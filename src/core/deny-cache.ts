@@ -1,0 +1,196 @@
+import { createHash } from 'node:crypto';
+import type { BucketKey } from '../stores/bucket-store.js';
+import { sameDefinition } from '../stores/bucket-terms.js';
+import { keyString } from '../stores/validate.js';
+import type { TokenBucket } from '../token-bucket.js';
+
+/** Default of `denyCache`: a replica remembers the store's denials until they expire. */
+export const DEFAULT_DENY_CACHE = true;
+
+/** The most (bucket, identity) pairs one limiter remembers; the least recently used goes first. */
+export const DENY_CACHE_MAX_ENTRIES = 10_000;
+
+/** Keys longer than this are remembered by their SHA-256, so 10,000 entries stay small whatever keys hold. */
+const LONGEST_KEPT_KEY = 64;
+
+/** One denial the store answered, in this replica's monotonic clock (`performance.now()`, ms). */
+interface Entry {
+  /** The bucket as it was charged: another plan's bucket of the same name does not match. */
+  readonly bucket: TokenBucket;
+  /** The cost the store denied. */
+  readonly cost: number;
+  /**
+   * Until when a request for at least `cost` is surely denied: the moment the
+   * call was sent plus the wait, less the millisecond the store's rounding up
+   * may have added. The store decided at or after the send, so its bucket
+   * cannot hold `cost` before then.
+   */
+  readonly deniedUntil: number;
+  /**
+   * When the bucket holds `cost` at the latest: the moment the answer arrived
+   * plus the wait. The store decided at or before the answer, so a client
+   * told to wait until then waits long enough.
+   */
+  readonly fitsBy: number;
+}
+
+/** A store call under way for a pair, which later requests for it may wait for. */
+export interface StoreCall {
+  readonly bucket: TokenBucket;
+  /** The cost it asks of the pair. */
+  readonly cost: number;
+  /** Settles with the call's result once it is answered and remembered (undefined if it failed). */
+  readonly answered: Promise<unknown>;
+  readonly sentAt: number;
+  /** When the answer came; undefined until then. */
+  answeredAt: number | undefined;
+}
+
+/** What `askedFor` and `asking` are given: an operation's charges. */
+interface Request {
+  readonly bucket: TokenBucket;
+  readonly key: BucketKey;
+  readonly cost: number;
+  readonly measured: boolean;
+}
+
+/** A request the cache answers: its wait, in whole ms, rounded up. */
+export interface CachedDenial {
+  readonly retryAfterMs: number;
+}
+
+/**
+ * What the store denied lately, per (bucket, identity), so a flood from one
+ * identity costs the store one call per wait rather than one per request.
+ *
+ * It only ever denies what the store would deny: a bucket refills no faster
+ * than its rate, so a bucket short of `cost` at the store's decision is still
+ * short until the wait it gave has passed, unless tokens come back some other
+ * way (a refund through this limiter drops the pair's entry; a `reset`
+ * elsewhere reaches this replica only when the wait has passed).
+ */
+export class DenyCache {
+  private readonly entries = new Map<string, Entry>();
+  /** Store calls under way, by pair: the first one's cost, and when it has been answered and remembered. */
+  private readonly pending = new Map<string, StoreCall>();
+
+  constructor(
+    private readonly maxEntries = DENY_CACHE_MAX_ENTRIES,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Pairs remembered now (expired ones included until they are next looked up or pushed out). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The store denied `cost` of the pair with `retryAfterMs`, asked at `sentAt` and answered at `answeredAt`. */
+  remember(bucket: TokenBucket, key: BucketKey, cost: number, retryAfterMs: number, sentAt: number, answeredAt: number): void {
+    const deniedUntil = sentAt + retryAfterMs - 1;
+    if (!(deniedUntil > answeredAt)) return;
+    const id = pairId(bucket, key);
+    this.entries.delete(id);
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+    this.entries.set(id, { bucket, cost, deniedUntil, fitsBy: answeredAt + retryAfterMs });
+  }
+
+  /**
+   * The wait of a request the store would surely deny now, or undefined when
+   * it must go to the store: no denial remembered, a smaller cost than the
+   * one denied, another plan's bucket, or the wait is over.
+   */
+  check(bucket: TokenBucket, key: BucketKey, cost: number): CachedDenial | undefined {
+    if (this.entries.size === 0) return undefined;
+    const id = pairId(bucket, key);
+    const entry = this.entries.get(id);
+    if (entry === undefined) return undefined;
+    const now = this.now();
+    if (!(now < entry.deniedUntil) || !sameDefinition(entry.bucket, bucket)) {
+      this.entries.delete(id);
+      return undefined;
+    }
+    if (cost < entry.cost) return undefined;
+    // Most recently used last: a flooding identity is the last one pushed out.
+    this.entries.delete(id);
+    this.entries.set(id, entry);
+    const extraMs = ((cost - entry.cost) * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
+    return { retryAfterMs: Math.ceil(entry.fitsBy + extraMs - now) };
+  }
+
+  /**
+   * A store call under way whose denial would also deny one of these
+   * requests: same pair, no more tokens asked.
+   */
+  askedFor(requests: readonly Request[]): StoreCall | undefined {
+    if (this.pending.size === 0) return undefined;
+    for (const { bucket, key, cost, measured } of requests) {
+      if (measured) continue;
+      const call = this.pending.get(pairId(bucket, key));
+      if (call !== undefined && cost >= call.cost && sameDefinition(call.bucket, bucket)) return call;
+    }
+    return undefined;
+  }
+
+  /** A store call for these requests is under way until `answer` settles (after remembering its denials). */
+  asking(requests: readonly Request[], answer: Promise<unknown>): void {
+    const sentAt = this.now();
+    let calls: StoreCall[] | undefined;
+    const answered = answer.then(
+      (value) => {
+        const answeredAt = this.now();
+        for (const call of calls ?? []) call.answeredAt = answeredAt;
+        return value;
+      },
+      () => undefined,
+    );
+    for (const { bucket, key, cost, measured } of requests) {
+      if (measured) continue;
+      const id = pairId(bucket, key);
+      if (this.pending.has(id)) continue;
+      const call: StoreCall = { bucket, cost, answered, sentAt, answeredAt: undefined };
+      (calls ??= []).push(call);
+      this.pending.set(id, call);
+      void answered.then(() => {
+        if (this.pending.get(id) === call) this.pending.delete(id);
+      });
+    }
+  }
+
+  /** Whether two keys are one identity of one bucket, as the store sees them. */
+  static samePair(a: { bucket: TokenBucket; key: BucketKey }, b: { bucket: TokenBucket; key: BucketKey }): boolean {
+    return a.bucket.name === b.bucket.name && keyString(a.key) === keyString(b.key);
+  }
+
+  /** Tokens came back to the pair (a refund, or the store admitted what was remembered as short): forget it. */
+  forget(bucket: TokenBucket, key: BucketKey): void {
+    if (this.entries.size > 0) this.entries.delete(pairId(bucket, key));
+  }
+
+  /**
+   * The store admitted `cost` of the pair. A remembered denial of no more than
+   * that is stale; one of more is still short, and later by the tokens just taken.
+   */
+  admitted(bucket: TokenBucket, key: BucketKey, cost: number): void {
+    if (this.entries.size === 0) return;
+    const id = pairId(bucket, key);
+    const entry = this.entries.get(id);
+    if (entry === undefined) return;
+    if (cost >= entry.cost || !sameDefinition(entry.bucket, bucket)) {
+      this.entries.delete(id);
+      return;
+    }
+    const takenMs = (cost * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
+    this.entries.set(id, { ...entry, deniedUntil: entry.deniedUntil + takenMs, fitsBy: entry.fitsBy + takenMs });
+  }
+}
+
+/** Bucket names cannot hold NUL, so the pair stays unambiguous. */
+function pairId(bucket: TokenBucket, key: BucketKey): string {
+  const id = keyString(key);
+  if (id.length <= LONGEST_KEPT_KEY) return `${bucket.name}\u0000${id}`;
+  // A different separator keeps a hashed key from meeting a short key equal to its digest.
+  return `${bucket.name}\u0001${createHash('sha256').update(id).digest('base64')}`;
+}
