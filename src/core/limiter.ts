@@ -5,6 +5,7 @@ import { acquireAllFrom, validateRequests } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 import { describeError } from './errors.js';
 import { validateOptions } from './options.js';
+import type { Refunded } from './refunds.js';
 import type { LimiterOptions, Logger, Settings } from './options.js';
 import { withTimeout } from './timeout.js';
 
@@ -15,9 +16,17 @@ export interface Charge {
   readonly cost: number;
 }
 
+/** One bucket an operation touches and what it costs there, before identities. */
+export interface Priced {
+  readonly bucket: TokenBucket;
+  readonly cost: number;
+}
+
 /** What one operation spent of one bucket, for `reportCost`. */
 export interface BucketReport {
   cost: number;
+  /** With `refundUnusedCost`: what the response cost; `cost - actualCost` went back to the bucket. */
+  actualCost?: number;
   remaining: number;
   capacity: number;
 }
@@ -31,12 +40,17 @@ export type Decision =
   /**
    * Nothing was taken. `bucket` and `cost` name the bucket the client waits
    * longest for; `retryAfterMs` is null when the operation can never succeed.
+   * `charges` are what the store was asked for (none when a cost above its
+   * bucket's capacity was refused without asking).
    */
   | {
       readonly kind: 'denied';
       readonly bucket: TokenBucket;
       readonly cost: number;
       readonly retryAfterMs: number | null;
+      readonly charges?: readonly Charge[];
+      /** What each of `charges` holds now, when the store says. */
+      readonly remaining?: readonly number[];
     }
   /** The store failed or timed out; `allowed` says what `onStoreError` made of it. */
   | { readonly kind: 'store_error'; readonly allowed: boolean; readonly error: unknown };
@@ -106,30 +120,49 @@ export class Limiter<TContext> {
   }
 
   /**
+   * What one operation costs per bucket, before anyone's tokens are looked
+   * at: `null` when it touches no bucket. Throws the cost analysis's
+   * `GraphQLError` for an operation it refuses.
+   */
+  price(input: OperationInput<TContext>): Priced[] | null {
+    const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
+    if (costs.size === 0) return null;
+    const priced: Priced[] = [];
+    for (const [name, cost] of costs) {
+      const bucket = this.settings.buckets.get(name);
+      if (bucket === undefined) continue; // checked when the model was accepted
+      priced.push({ bucket, cost });
+    }
+    return priced.length === 0 ? null : priced;
+  }
+
+  /**
+   * Whose tokens each priced bucket spends. Throws a `TypeError`/`RangeError`
+   * when `identify` returns what cannot be a key.
+   */
+  async charges(input: OperationInput<TContext>, priced: readonly Priced[]): Promise<Charge[]> {
+    const charges: Charge[] = [];
+    for (const { bucket, cost } of priced) {
+      charges.push({ bucket, key: await this.settings.identify(input.context, bucket), cost });
+    }
+    // A key identify should not have returned is the user's bug: fail here, not as a store failure.
+    validateRequests(charges as AcquireRequest[]);
+    return charges;
+  }
+
+  /**
    * Prices one operation and takes its tokens in one store call. Throws the
    * cost analysis's `GraphQLError` for an operation it refuses, and a
    * `TypeError`/`RangeError` when `identify` returns what cannot be a key.
    */
   async decide(input: OperationInput<TContext>): Promise<Decision> {
     const { settings } = this;
-    const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
-    if (costs.size === 0) return FREE;
-
-    const priced: { bucket: TokenBucket; cost: number }[] = [];
-    for (const [name, cost] of costs) {
-      const bucket = settings.buckets.get(name);
-      if (bucket === undefined) continue; // checked when the model was accepted
-      if (!(cost <= bucket.capacity)) return { kind: 'denied', bucket, cost, retryAfterMs: null };
-      priced.push({ bucket, cost });
-    }
-    if (priced.length === 0) return FREE;
-
-    const charges: Charge[] = [];
+    const priced = this.price(input);
+    if (priced === null) return FREE;
     for (const { bucket, cost } of priced) {
-      charges.push({ bucket, key: await settings.identify(input.context, bucket), cost });
+      if (!(cost <= bucket.capacity)) return { kind: 'denied', bucket, cost, retryAfterMs: null };
     }
-    // A key identify should not have returned is the user's bug: fail here, not as a store failure.
-    validateRequests(charges as AcquireRequest[]);
+    const charges = await this.charges(input, priced);
 
     let result: BatchAdmission;
     try {
@@ -149,17 +182,20 @@ export class Limiter<TContext> {
         result.denied.find((d) => d.retryAfterMs === null) ??
         result.denied.reduce((a, b) => ((b.retryAfterMs ?? 0) > (a.retryAfterMs ?? 0) ? b : a));
       const charge = charges[worst.index]!;
-      return { kind: 'denied', bucket: charge.bucket, cost: charge.cost, retryAfterMs: result.retryAfterMs };
+      return { kind: 'denied', bucket: charge.bucket, cost: charge.cost, retryAfterMs: result.retryAfterMs, charges };
     }
     return { kind: 'allowed', charges, remaining: result.remaining };
   }
 
-  /** `extensions.rateLimit` of an admitted operation. */
-  report(decision: Decision): Record<string, BucketReport> | undefined {
+  /** `extensions.rateLimit` of an admitted operation; with `refunded`, its actual cost and what is left after the refund. */
+  report(decision: Decision, refunded?: Refunded): Record<string, BucketReport> | undefined {
     if (decision.kind !== 'allowed') return undefined;
     const report: Record<string, BucketReport> = {};
     decision.charges.forEach(({ bucket, cost }, i) => {
-      report[bucket.name] = { cost, remaining: decision.remaining[i] ?? 0, capacity: bucket.capacity };
+      report[bucket.name] =
+        refunded === undefined
+          ? { cost, remaining: decision.remaining[i] ?? 0, capacity: bucket.capacity }
+          : { cost, actualCost: refunded.actualCosts[i] ?? cost, remaining: refunded.remaining[i] ?? 0, capacity: bucket.capacity };
     });
     return report;
   }
