@@ -19,6 +19,10 @@ export type { CostModelOptions, TokenBucketAnnotation } from './cost/cost-model.
 export { tokenBucketPlugin } from './apollo/token-bucket-plugin.js';
 export type { BucketReport } from './core/limiter.js';
 export { DEFAULT_ON_STORE_ERROR, DEFAULT_STORE_TIMEOUT_MS } from './core/options.js';
+export { DEFAULT_REFUND_UNUSED_COST } from './core/refunds.js';
+export { DEFAULT_COST_HEADER } from './core/cost-header.js';
+export type { BucketCheck } from './core/dry-run.js';
+export { DEFAULT_RATE_LIMIT_HEADERS } from './core/ratelimit-headers.js';
 export type { LimiterOptions, Logger } from './core/options.js';
 export type { TokenBucketPluginOptions } from './apollo/options.js';
 export { getRetryAfter, RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from './client.js';

@@ -33,9 +33,8 @@ interface Check {
  * `Limiter.decide` throws for an operation it refuses or a bad key.
  */
 export async function dryRun<TContext>(limiter: Limiter<TContext>, input: OperationInput<TContext>): Promise<DryRun> {
-  const priced = limiter.price(input);
-  if (priced === null) return { kind: 'free' };
-  const charges = await limiter.charges(input, priced);
+  const charges = await limiter.charges(input);
+  if (charges === null) return { kind: 'free' };
   const { store, storeTimeoutMs } = limiter.settings;
   try {
     const check = await withTimeout(

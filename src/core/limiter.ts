@@ -16,12 +16,6 @@ export interface Charge {
   readonly cost: number;
 }
 
-/** One bucket an operation touches and what it costs there, before identities. */
-export interface Priced {
-  readonly bucket: TokenBucket;
-  readonly cost: number;
-}
-
 /** What one operation spent of one bucket, for `reportCost`. */
 export interface BucketReport {
   cost: number;
@@ -120,49 +114,30 @@ export class Limiter<TContext> {
   }
 
   /**
-   * What one operation costs per bucket, before anyone's tokens are looked
-   * at: `null` when it touches no bucket. Throws the cost analysis's
-   * `GraphQLError` for an operation it refuses.
-   */
-  price(input: OperationInput<TContext>): Priced[] | null {
-    const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
-    if (costs.size === 0) return null;
-    const priced: Priced[] = [];
-    for (const [name, cost] of costs) {
-      const bucket = this.settings.buckets.get(name);
-      if (bucket === undefined) continue; // checked when the model was accepted
-      priced.push({ bucket, cost });
-    }
-    return priced.length === 0 ? null : priced;
-  }
-
-  /**
-   * Whose tokens each priced bucket spends. Throws a `TypeError`/`RangeError`
-   * when `identify` returns what cannot be a key.
-   */
-  async charges(input: OperationInput<TContext>, priced: readonly Priced[]): Promise<Charge[]> {
-    const charges: Charge[] = [];
-    for (const { bucket, cost } of priced) {
-      charges.push({ bucket, key: await this.settings.identify(input.context, bucket), cost });
-    }
-    // A key identify should not have returned is the user's bug: fail here, not as a store failure.
-    validateRequests(charges as AcquireRequest[]);
-    return charges;
-  }
-
-  /**
    * Prices one operation and takes its tokens in one store call. Throws the
    * cost analysis's `GraphQLError` for an operation it refuses, and a
    * `TypeError`/`RangeError` when `identify` returns what cannot be a key.
    */
   async decide(input: OperationInput<TContext>): Promise<Decision> {
     const { settings } = this;
-    const priced = this.price(input);
-    if (priced === null) return FREE;
-    for (const { bucket, cost } of priced) {
+    const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
+    if (costs.size === 0) return FREE;
+
+    const priced: { bucket: TokenBucket; cost: number }[] = [];
+    for (const [name, cost] of costs) {
+      const bucket = settings.buckets.get(name);
+      if (bucket === undefined) continue; // checked when the model was accepted
       if (!(cost <= bucket.capacity)) return { kind: 'denied', bucket, cost, retryAfterMs: null };
+      priced.push({ bucket, cost });
     }
-    const charges = await this.charges(input, priced);
+    if (priced.length === 0) return FREE;
+
+    const charges: Charge[] = [];
+    for (const { bucket, cost } of priced) {
+      charges.push({ bucket, key: await settings.identify(input.context, bucket), cost });
+    }
+    // A key identify should not have returned is the user's bug: fail here, not as a store failure.
+    validateRequests(charges as AcquireRequest[]);
 
     let result: BatchAdmission;
     try {
@@ -185,6 +160,25 @@ export class Limiter<TContext> {
       return { kind: 'denied', bucket: charge.bucket, cost: charge.cost, retryAfterMs: result.retryAfterMs, charges };
     }
     return { kind: 'allowed', charges, remaining: result.remaining };
+  }
+
+  /**
+   * Whose tokens an operation would spend and how many, bucket by bucket, as
+   * `decide` charges them (a cost above a capacity included), without asking
+   * the store: `null` when it touches no bucket. Throws what `decide` throws.
+   */
+  async charges(input: OperationInput<TContext>): Promise<Charge[] | null> {
+    const { settings } = this;
+    const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
+    const charges: Charge[] = [];
+    for (const [name, cost] of costs) {
+      const bucket = settings.buckets.get(name);
+      if (bucket === undefined) continue; // checked when the model was accepted
+      charges.push({ bucket, key: await settings.identify(input.context, bucket), cost });
+    }
+    if (charges.length === 0) return null;
+    validateRequests(charges as AcquireRequest[]);
+    return charges;
   }
 
   /** `extensions.rateLimit` of an admitted operation; with `refunded`, its actual cost and what is left after the refund. */
