@@ -1,6 +1,8 @@
-import { Kind, buildSchema, parse, validate, visit } from 'graphql';
+import { Kind, buildSchema, getOperationAST, parse, validate, visit } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, OperationDefinitionNode, SelectionSetNode } from 'graphql';
 import { CostModel, tokenBucketDirectiveTypeDefs } from '../src/index.js';
+import type { Benchmark, BenchReport, TargetCheck } from './benchmark.js';
+import { formatTable } from './benchmark.js';
 
 /*
  * Time of the static cost analysis (`CostModel.costOf`) in this process, on
@@ -229,3 +231,130 @@ function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 }
+
+/*
+ * Aliases × a fragment × distinct sizes: 2,000 aliases of a sized
+ * connection, each with its own size, spreading one 2,000-field fragment of
+ * sized fields. Priced per (alias, size) this is 4 million field visits;
+ * the model prices the fragment once, as a function of the size. Timed
+ * against graphql-js `validate` on the same document in the same run: both
+ * walk the whole document once.
+ */
+const CONNECTION_SCHEMA = `${tokenBucketDirectiveTypeDefs}
+directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
+type Query @tokenBucket(name: "api") {
+  conn(first: Int): Conn @listSize(slicingArguments: ["first"], sizedFields: ["edges"])
+}
+type Conn { edges(first: Int): [Edge] total: Int }
+type Edge { cursor: String node: Node }
+type Node { id: ID }
+`;
+
+/** `count` aliases of `conn(first: i)`, each spreading a fragment of `fields` sized fields (with sizes of their own when `ownSizes`). */
+export function aliasesTimesFragment(count: number, fields: number, ownSizes: boolean): string {
+  const fragment = Array.from({ length: fields }, (_, i) => `e${i}: edges${ownSizes ? `(first: ${i})` : ''} { cursor }`).join(' ');
+  const aliases = Array.from({ length: count }, (_, i) => `a${i}: conn(first: ${i}) { ...F }`).join(' ');
+  return `{ ${aliases} }\nfragment F on Conn { ${fragment} }`;
+}
+
+export const TARGET_PRICE_TO_VALIDATE = 3;
+
+export interface AliasesTimesFragmentFigures {
+  name: string;
+  description: string;
+  aliases: number;
+  fragmentFields: number;
+  /** Wall time of one call, per run, in ms; runs interleave validate and price on a freshly parsed document. */
+  validateMs: number[];
+  priceMs: number[];
+  /** Median price time ÷ median validate time. */
+  ratio: number;
+  costs: Record<string, number>;
+}
+
+export function runAliasesTimesFragmentBench({ count = 2000, fields = 2000, runs = 5 } = {}): AliasesTimesFragmentFigures[] {
+  const schema = buildSchema(CONNECTION_SCHEMA);
+  return [false, true].map((ownSizes) => {
+    const source = aliasesTimesFragment(count, fields, ownSizes);
+    const validateMs: number[] = [];
+    const priceMs: number[] = [];
+    let costs = new Map<string, number>();
+    for (let run = 0; run <= runs; run++) {
+      // A fresh document and model each run: nothing cached from the run before.
+      const document = parse(source);
+      const operation = getOperationAST(document);
+      if (operation == null) throw new Error('no operation');
+      const model = new CostModel(schema);
+      let started = performance.now();
+      const errors = validate(schema, document);
+      const validated = performance.now() - started;
+      if (errors.length > 0) throw new Error(`aliases × fragment is invalid: ${errors[0]?.message ?? ''}`);
+      started = performance.now();
+      costs = model.costOf(document, operation);
+      const priced = performance.now() - started;
+      // The first run warms both up.
+      if (run > 0) {
+        validateMs.push(validated);
+        priceMs.push(priced);
+      }
+    }
+    return {
+      name: ownSizes ? 'aliases × fragment, own sizes' : 'aliases × fragment',
+      description: `${count} aliases conn(first: i) × a ${fields}-field fragment of sizedFields edges${ownSizes ? ' (first: j)' : ''}`,
+      aliases: count,
+      fragmentFields: fields,
+      validateMs,
+      priceMs,
+      ratio: median(priceMs) / median(validateMs),
+      costs: Object.fromEntries(costs),
+    };
+  });
+}
+
+function median(values: readonly number[]): number {
+  return quantile(values, 0.5);
+}
+
+/** Target of the 1,000-field operations, as in the GraphQL benchmark. */
+const TARGET_OPERATION_US = 1000;
+
+/** For `bench/run.ts`: the cost analysis on its own (`--only cost`); needs no Redis. */
+export const costBenchmark: Benchmark = {
+  name: 'cost',
+  description: 'CostModel.costOf: ~1,000-field operations, and 2,000 aliases × a 2,000-field fragment against graphql-js validate',
+  async run(): Promise<BenchReport> {
+    const operations = runCostAnalysisBench();
+    const quadratic = runAliasesTimesFragmentBench();
+    const us = (value: number): string => (value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(1));
+    const ms = (values: readonly number[]): string => values.map((v) => v.toFixed(1)).join(' ');
+    const lines = [
+      'CostModel.costOf in this process, document parsed and validated once, variables coerced per call:',
+      '',
+      ...formatTable(
+        ['operation', 'fields', 'expanded', 'calls', 'CPU mean µs', 'CPU p99 µs', 'wall p50 µs', 'wall p99 µs'],
+        operations.map((c) => [c.name, String(c.fields), String(c.expandedFields), String(c.calls), us(c.cpuMeanUs), us(c.cpuP99Us), us(c.p50Us), us(c.p99Us)]),
+      ),
+      '',
+      'Aliases × a fragment × distinct sizes: validate and costOf on the same freshly parsed document, interleaved, ms per run:',
+      '',
+      ...formatTable(
+        ['case', 'validate ms', 'costOf ms', 'costOf / validate (medians)', 'api'],
+        quadratic.map((q) => [q.name, ms(q.validateMs), ms(q.priceMs), `${q.ratio.toFixed(2)}x`, String(q.costs['api'] ?? '')]),
+      ),
+      ...quadratic.map((q) => `  ${q.name}: ${q.description}`),
+    ];
+    const targets: TargetCheck[] = [
+      {
+        label: `cost analysis of a ~1,000-field operation < ${TARGET_OPERATION_US / 1000} ms`,
+        pass: operations.every((c) => c.cpuMeanUs < TARGET_OPERATION_US),
+        detail: operations.map((c) => `${c.name} ${us(c.cpuMeanUs)} µs CPU mean`).join('; '),
+      },
+      ...quadratic.map((q) => ({
+        label: `${q.name}: costOf <= ${TARGET_PRICE_TO_VALIDATE}x graphql-js validate`,
+        pass: q.ratio <= TARGET_PRICE_TO_VALIDATE,
+        detail: `${q.ratio.toFixed(2)}x (${median(q.priceMs).toFixed(1)} ms vs ${median(q.validateMs).toFixed(1)} ms, medians of ${q.priceMs.length} runs)`,
+      })),
+    ];
+    return { lines, targets, figures: { operations, aliasesTimesFragment: quadratic } };
+  },
+};

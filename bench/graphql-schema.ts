@@ -21,7 +21,7 @@ export function isVariant(value: string | undefined): value is Variant {
 export const IDENTITY_HEADER = 'x-user';
 export const IDENTITY = 'bench-user';
 
-/** Three buckets and ten list items, each charging `price`: `api` 1 (complexity), `list` 1, `price` 10. */
+/** Three buckets and ten list items, each charging `price`: `api` 10 (complexity: 10 × Item 1), `list` 1, `price` 10. */
 export const QUERY = '{ items(first: 10) { id name price } }';
 
 const SCHEMA_BODY = (query: string, items: string, price: string): string => `

@@ -4,12 +4,14 @@
  *
  *   npm run bench                 # builds, then runs every benchmark
  *   npm run bench -- --only store
+ *   npm run bench -- --only cost  # the cost analysis alone
  */
 import { Redis } from 'ioredis';
 import type { Benchmark, BenchReport } from './benchmark.js';
 import { formatTargets } from './benchmark.js';
 import type { RedisServer } from './redis-server.js';
 import { startRedisServer } from './redis-server.js';
+import { costBenchmark } from './graphql-cost.js';
 import { graphqlBenchmark } from './graphql-bench.js';
 import { storeBenchmark } from './store-bench.js';
 
@@ -17,7 +19,7 @@ import { storeBenchmark } from './store-bench.js';
 class UsageError extends Error {}
 
 /** Every benchmark, in run order. Add new ones here (e.g. `graphqlBenchmark` from './graphql-bench.js'). */
-const BENCHMARKS: readonly Benchmark[] = [storeBenchmark, graphqlBenchmark];
+const BENCHMARKS: readonly Benchmark[] = [storeBenchmark, graphqlBenchmark, costBenchmark];
 
 function selected(argv: readonly string[]): readonly Benchmark[] {
   const only: string[] = [];

@@ -111,8 +111,8 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
   it(`makes exactly one script call for each of ${N} operations touching 3 buckets, admitted or denied`, async () => {
     const heavy = { 'x-user-id': freshUser() };
     for (let i = 0; i < N; i++) {
-      // c holds 100 and this costs 1 + 24 x next (1) = 25: four pass, the rest are denied.
-      const answer = await postJson<ResponseBody>(url, { query: '{ a b list(first: 24) { next { n } } }' }, heavy);
+      // c holds 100 and this costs 12 × (Entry 1 + next (1 + n 0)) = 24: four pass, the rest are denied.
+      const answer = await postJson<ResponseBody>(url, { query: '{ a b list(first: 12) { next { n } } }' }, heavy);
       expect(answer.status).toBe(i < 4 ? 200 : 429);
     }
     expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });

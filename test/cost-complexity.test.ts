@@ -1,35 +1,17 @@
-import { buildSchema, getOperationAST, parse, validate } from 'graphql';
-import type { GraphQLSchema } from 'graphql';
+// SPEC §2, "Complexity": one test per rule, the arithmetic next to each number.
+import { buildSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { CostModel } from '../src/cost/cost-model.js';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
+import { costSchema, pricer } from './support/graphql.js';
 
-const IBM_COST = `directive @cost(weight: String!) on ARGUMENT_DEFINITION | ENUM | FIELD_DEFINITION | INPUT_FIELD_DEFINITION | OBJECT | SCALAR`;
-const LIST_SIZE = `directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION`;
-
-function schemaOf(sdl: string): GraphQLSchema {
-  return buildSchema(`${tokenBucketDirectiveTypeDefs}\n${sdl}`);
-}
-
-function pricer(schema: GraphQLSchema, defaultListSize?: number, chargeIntrospection?: boolean) {
-  const model = new CostModel(schema, { defaultListSize, chargeIntrospection });
-  return (query: string, variables?: Record<string, unknown>): Record<string, number> => {
-    const document = parse(query);
-    expect(validate(schema, document)).toEqual([]);
-    const operation = getOperationAST(document);
-    if (operation == null) throw new Error('no operation');
-    return Object.fromEntries(model.costOf(document, operation, variables));
-  };
-}
-
-describe('complexity mode (no fixed cost)', () => {
-  const costOf = pricer(
-    schemaOf(`
-      type Query {
-        search(first: Int): [Post] @tokenBucket(name: "api")
-        post: Post @tokenBucket(name: "api")
-        count: Int @tokenBucket(name: "api")
-        status: Status @tokenBucket(name: "api")
+describe('cost(field) = count × (weight + cost(sub-selections)) + cost(arguments)', () => {
+  const { costOf } = pricer(
+    costSchema(`
+      type Query @tokenBucket(name: "api") {
+        post: Post
+        posts(first: Int): [Post]
+        count: Int
+        status: Status
       }
       type Post { id: ID! title: String author: User comments(first: Int): [Comment] }
       type User { name: String }
@@ -38,87 +20,93 @@ describe('complexity mode (no fixed cost)', () => {
     `),
   );
 
-  it('weighs scalar and enum fields 0 and object fields 1', () => {
+  it('weighs a scalar or enum 0 and an object 1', () => {
     expect(costOf('{ count }')).toEqual({ api: 0 });
     expect(costOf('{ status }')).toEqual({ api: 0 });
-    expect(costOf('{ post { title } }')).toEqual({ api: 1 });
-    expect(costOf('{ post { author { name } } }')).toEqual({ api: 2 });
+    expect(costOf('{ post { title } }')).toEqual({ api: 1 }); // 1 × (1 + 0)
+    expect(costOf('{ post { author { name } } }')).toEqual({ api: 2 }); // 1 × (1 + 1 × (1 + 0))
   });
 
-  it('charges the weight plus the list size times the sub-selection', () => {
-    expect(costOf('{ search(first: 5) { title author { name } } }')).toEqual({ api: 6 });
-    expect(costOf('{ search(first: 2) { comments(first: 3) { author { name } } } }')).toEqual({ api: 9 });
-    expect(costOf('query ($n: Int) { search(first: $n) { author { name } } }', { n: 4 })).toEqual({ api: 5 });
+  it("multiplies a list's own weight by its size, with its sub-selections", () => {
+    // posts: 5 × (Post 1 + title 0 + author 1 × (1 + 0)) = 10
+    expect(costOf('{ posts(first: 5) { title author { name } } }')).toEqual({ api: 10 });
+    // posts: 2 × (1 + comments 3 × (1 + author 1)) = 2 × 7 = 14
+    expect(costOf('{ posts(first: 2) { comments(first: 3) { author { name } } } }')).toEqual({ api: 14 });
+    // A list of size 0 costs nothing.
+    expect(costOf('{ posts(first: 0) { author { name } } }')).toEqual({ api: 0 });
   });
 
   it('sums every root field, counting aliases and repeated fragments', () => {
+    // a 1, b 1, and P (post: 1 × (1 + author 1) = 2) twice: 1 + 1 + 2 + 2
     expect(costOf('{ a: post { id } b: post { id } ...P ...P } fragment P on Query { post { author { name } } }')).toEqual({
       api: 6,
     });
   });
 
-  it('assumes defaultListSize for an unsized list', () => {
-    expect(costOf('{ search { author { name } } }')).toEqual({ api: 11 });
-    expect(pricer(schemaOf('type Query { list: [Query] @tokenBucket(name: "api") id: ID }'), 3)('{ list { id } }')).toEqual({
-      api: 1,
-    });
+  it('weighs __typename 0', () => {
+    expect(costOf('{ posts(first: 3) { __typename } __typename }')).toEqual({ api: 3 }); // 3 × (1 + 0) + 0
   });
 });
 
-describe('@cost weights', () => {
-  const costOf = pricer(
-    schemaOf(`
-      ${IBM_COST}
-      ${LIST_SIZE}
-      type Query {
-        expensive: Int @tokenBucket(name: "api") @cost(weight: "2.5")
-        post: Post @tokenBucket(name: "api")
-        money: Money @tokenBucket(name: "api")
-        cheapPost: Post @tokenBucket(name: "api") @cost(weight: "0")
+describe('weights', () => {
+  const { costOf } = pricer(
+    costSchema(`
+      type Query @tokenBucket(name: "api") {
+        expensive: Int @cost(weight: "2.5")
+        post: Post
+        cheapPost: Post @cost(weight: "0")
+        money: Money
+        tags(first: Int): [String] @cost(weight: "1")
+        blobs(first: Int): [Blob]
+        level: Level
       }
       type Post @cost(weight: "3") { id: ID! title: String @cost(weight: "0.5") }
       scalar Money @cost(weight: "4")
+      scalar Blob @cost(weight: "5")
+      enum Level @cost(weight: "6") { LOW HIGH }
     `),
   );
 
   it('reads String weights the IBM way and rounds the total up once', () => {
-    expect(costOf('{ expensive }')).toEqual({ api: 3 });
-    expect(costOf('{ a: expensive b: expensive }')).toEqual({ api: 5 });
+    expect(costOf('{ expensive }')).toEqual({ api: 3 }); // 2.5, rounded up
+    expect(costOf('{ a: expensive b: expensive }')).toEqual({ api: 5 }); // 2.5 + 2.5
   });
 
-  it("falls back to the return type's weight, for objects and scalars", () => {
-    expect(costOf('{ post { id } }')).toEqual({ api: 3 });
-    expect(costOf('{ post { title } }')).toEqual({ api: 4 });
+  it("falls back to the named type's weight: object, scalar and enum", () => {
+    expect(costOf('{ post { id } }')).toEqual({ api: 3 }); // Post weighs 3
+    expect(costOf('{ post { title } }')).toEqual({ api: 4 }); // 3 + 0.5 = 3.5, rounded up
     expect(costOf('{ money }')).toEqual({ api: 4 });
+    expect(costOf('{ level }')).toEqual({ api: 6 });
   });
 
   it("prefers the field's weight over its type's", () => {
     expect(costOf('{ cheapPost { id } }')).toEqual({ api: 0 });
   });
 
+  it('multiplies a list of weighted scalars by its size', () => {
+    expect(costOf('{ tags(first: 1000000) }')).toEqual({ api: 1_000_000 }); // 1,000,000 × 1
+    expect(costOf('{ blobs(first: 1000000) }')).toEqual({ api: 5_000_000 }); // 1,000,000 × Blob's 5
+  });
+
   it('reads Int and Float weights the Apollo way', () => {
     const ints = pricer(
-      schemaOf(`
+      buildSchema(`${tokenBucketDirectiveTypeDefs}
         directive @cost(weight: Int!) on FIELD_DEFINITION | OBJECT | SCALAR | ENUM | ARGUMENT_DEFINITION | INPUT_FIELD_DEFINITION
-        type Query { a: Int @tokenBucket(name: "api") @cost(weight: 7) }
-      `),
+        type Query { a: Int @tokenBucket(name: "api") @cost(weight: 7) }`),
     );
-    expect(ints('{ a }')).toEqual({ api: 7 });
+    expect(ints.costOf('{ a }')).toEqual({ api: 7 });
     const floats = pricer(
-      schemaOf(`
+      buildSchema(`${tokenBucketDirectiveTypeDefs}
         directive @cost(weight: Float!) on FIELD_DEFINITION | OBJECT | SCALAR | ENUM | ARGUMENT_DEFINITION | INPUT_FIELD_DEFINITION
-        type Query { a: Int @tokenBucket(name: "api") @cost(weight: 1.25) }
-      `),
+        type Query { a: Int @tokenBucket(name: "api") @cost(weight: 1.25) }`),
     );
-    expect(floats('{ a }')).toEqual({ api: 2 });
-    expect(floats('{ a b: a c: a d: a }')).toEqual({ api: 5 });
+    expect(floats.costOf('{ a }')).toEqual({ api: 2 }); // 1.25, rounded up
+    expect(floats.costOf('{ a b: a c: a d: a }')).toEqual({ api: 5 }); // 4 × 1.25
   });
 
   it('inherits @cost and @listSize from an interface field the type does not annotate', () => {
-    const costOf = pricer(
-      schemaOf(`
-        ${IBM_COST}
-        ${LIST_SIZE}
+    const { costOf } = pricer(
+      costSchema(`
         type Query { feed: [Entry] @tokenBucket(name: "api") }
         interface Entry {
           score: Int @cost(weight: "4")
@@ -127,11 +115,13 @@ describe('@cost weights', () => {
         type Post implements Entry { score: Int related(limit: Int): [Entry] }
         type Note implements Entry { score: Int @cost(weight: "1") related(limit: Int): [Entry] @listSize(assumedSize: 1) }
       `),
-      1,
+      { defaultListSize: 1 },
     );
-    // feed 1 + 1 × (related 1 + n × score 4): Post's related takes limit (3), Note's its own assumed size.
-    expect(costOf('{ feed { related(limit: 3) { score } } }')).toEqual({ api: 14 });
-    expect(costOf('{ feed { related { score } } }')).toEqual({ api: 10 });
+    // feed: 1 × (1 + related), the most expensive type's related:
+    // Post 3 × (1 + score 4) = 15 (Note: its own assumed size 1 × (1 + 1) = 2) → 16
+    expect(costOf('{ feed { related(limit: 3) { score } } }')).toEqual({ api: 16 });
+    // Post: assumed 2 × (1 + 4) = 10 → 11
+    expect(costOf('{ feed { related { score } } }')).toEqual({ api: 11 });
   });
 
   it('ignores @cost and @listSize when the schema does not declare them', () => {
@@ -140,93 +130,106 @@ describe('@cost weights', () => {
       type Query { a: Int @tokenBucket(name: "api") @cost(weight: "9") list: [Query] @tokenBucket(name: "api") @listSize(assumedSize: 1) }`,
       { assumeValidSDL: true },
     );
-    expect(pricer(schema)('{ a list { a } }')).toEqual({ api: 1 });
+    // a 0; list: default 10 × (1 + a 0) = 10
+    expect(pricer(schema).costOf('{ a list { a } }')).toEqual({ api: 10 });
   });
 });
 
-describe('@listSize', () => {
-  const costOf = pricer(
-    schemaOf(`
-      ${IBM_COST}
-      ${LIST_SIZE}
-      input Page { limit: Int }
-      type Query {
-        search(limit: Int, first: Int): [Post] @tokenBucket(name: "api") @listSize(slicingArguments: ["limit"])
-        bounded(limit: Int, page: Int = 5): [Post] @tokenBucket(name: "api") @listSize(slicingArguments: ["limit", "page"])
-        paged(page: Page): [Post] @tokenBucket(name: "api") @listSize(slicingArguments: ["page.limit"], assumedSize: 7)
-        posts: [Post] @tokenBucket(name: "api") @listSize(assumedSize: 50)
-        recent(first: Int): [Post] @tokenBucket(name: "api") @listSize(assumedSize: 2)
-        connection(first: Int, after: String): PostConnection @tokenBucket(name: "api") @listSize(slicingArguments: ["first"], sizedFields: ["edges", "nodes"])
-        assumedConnection: PostConnection @tokenBucket(name: "api") @listSize(assumedSize: 3, sizedFields: ["edges"])
-        relay(first: Int, last: Int): PostConnection @tokenBucket(name: "api") @listSize(sizedFields: ["edges"])
+describe("a mutation's base cost", () => {
+  const { costOf } = pricer(
+    costSchema(`
+      type Query { a: Int }
+      type Mutation @tokenBucket(name: "api") {
+        touch: Int
+        create(first: Int): [Item] @tokenBucket(name: "writes", cost: 1)
+        flag: Int @tokenBucket(name: "flags")
       }
-      type Post { id: ID! author: User }
-      type User { name: String }
-      type PostConnection { edges: [PostEdge] nodes: [Post] totalCount: Int pageInfo: PageInfo }
-      type PostEdge { node: Post }
-      type PageInfo { hasNextPage: Boolean }
+      type Item { id: ID }
     `),
   );
 
-  it('sizes a list by its declared slicing arguments instead of first/last', () => {
-    expect(costOf('{ search(limit: 2, first: 100) { author { name } } }')).toEqual({ api: 3 });
-    expect(costOf('{ search(first: 100) { author { name } } }')).toEqual({ api: 11 });
+  it('adds 10 to the complexity a type-level directive on the mutation type charges', () => {
+    expect(costOf('mutation { touch }')).toEqual({ api: 10 }); // 10 + 0
+    // 10 + create 4 × (1 + 0)
+    expect(costOf('mutation { create(first: 4) { id } }')).toEqual({ api: 14, writes: 1 });
+    // Once per operation, not per root field.
+    expect(costOf('mutation { a: touch b: touch }')).toEqual({ api: 10 });
   });
 
-  it('takes the largest slicing argument, schema defaults included', () => {
-    expect(costOf('{ bounded(limit: 2) { author { name } } }')).toEqual({ api: 6 });
-    expect(costOf('{ bounded(limit: 8) { author { name } } }')).toEqual({ api: 9 });
+  it('is not part of a fixed cost or a field-level directive', () => {
+    // flags: flag's own complexity 0; api: 10 + flag 0
+    expect(costOf('mutation { flag }')).toEqual({ api: 10, flags: 0 });
   });
 
-  it('reads a slicing argument inside an input object', () => {
-    expect(costOf('{ paged(page: { limit: 4 }) { author { name } } }')).toEqual({ api: 5 });
-    expect(costOf('query ($p: Page) { paged(page: $p) { author { name } } }', { p: { limit: 1 } })).toEqual({ api: 2 });
-    expect(costOf('{ paged { author { name } } }')).toEqual({ api: 8 });
-  });
-
-  it('uses assumedSize when no slicing argument is usable', () => {
-    expect(costOf('{ posts { author { name } } }')).toEqual({ api: 51 });
-    expect(costOf('{ recent { author { name } } }')).toEqual({ api: 3 });
-    expect(costOf('{ recent(first: -1) { author { name } } }')).toEqual({ api: 3 });
-    expect(costOf('{ recent(first: 4) { author { name } } }')).toEqual({ api: 5 });
-  });
-
-  it("gives a connection's size to its sized fields, not to the connection", () => {
-    // connection 1 + edges (1 + 4 × (node 1 + author 1)) + nodes (1 + 4 × author 1)
-    expect(costOf('{ connection(first: 4) { totalCount edges { node { author { name } } } nodes { author { name } } } }')).toEqual({
-      api: 15,
-    });
-    expect(costOf('{ connection(first: 4) { pageInfo { hasNextPage } } }')).toEqual({ api: 2 });
-    expect(costOf('{ connection(first: 2) { ...E ...E } } fragment E on PostConnection { edges { node { id } } }')).toEqual({
-      api: 7,
-    });
-    expect(costOf('{ assumedConnection { edges { node { id } } } }')).toEqual({ api: 5 });
-  });
-
-  it('falls back to first/last for a connection, then to the sized field itself', () => {
-    expect(costOf('{ relay(last: 3) { edges { node { id } } } }')).toEqual({ api: 5 });
-    expect(costOf('{ relay { edges { node { id } } } }')).toEqual({ api: 12 });
-    expect(costOf('{ connection { edges { node { id } } } }')).toEqual({ api: 12 });
+  it('is charged even when every root field is skipped', () => {
+    expect(costOf('mutation { touch @skip(if: true) }')).toEqual({ api: 10 });
   });
 });
 
-describe('type-level @tokenBucket', () => {
-  const schema = schemaOf(`
+describe('abstract types: the most expensive possible type', () => {
+  const { costOf } = pricer(
+    costSchema(`
+      type Query {
+        node(id: ID!): Node @tokenBucket(name: "api")
+        search(first: Int): [SearchResult] @tokenBucket(name: "api")
+        feed(first: Int): [Node]
+      }
+      interface Node { id: ID! @tokenBucket(name: "ids", cost: 1) }
+      type Cheap implements Node { id: ID! label: String a: Int @tokenBucket(name: "a", cost: 3) }
+      type Costly implements Node {
+        id: ID! @tokenBucket(name: "ids", cost: 5)
+        friends(first: Int): [Costly] @tokenBucket(name: "friends", cost: 2)
+        b: Int @tokenBucket(name: "b", cost: 4)
+      }
+      union SearchResult = Cheap | Costly
+    `),
+  );
+
+  it('charges an interface as its most expensive possible type', () => {
+    expect(costOf('{ node(id: 1) { __typename } }')).toEqual({ api: 1 }); // 1 × (1 + 0)
+    // api: 1 × (1 + friends 3 × (1 + 0)) = 4; friends: 2 once; b: 3 × 4 = 12
+    expect(costOf('{ node(id: 1) { ... on Costly { friends(first: 3) { b } } } }')).toEqual({ api: 4, friends: 2, b: 12 });
+  });
+
+  it('charges a union as its most expensive possible type, not the sum of its fragments', () => {
+    const query = '{ search(first: 2) { ... on Cheap { id } ... on Costly { friends(first: 5) { friends(first: 5) { b } } } } }';
+    // Costly: friends 5 × (1 + friends 5 × (1 + 0)) = 30, so api = 2 × (1 + 30) = 62 (Cheap: 2 × 1);
+    // friends per Costly: 2 + 5 × 2 = 12, × 2 = 24; ids: Cheap's id, 1 per item, 2;
+    // b: 4 × 5 × 5 per Costly, × 2 = 200
+    expect(costOf(query)).toEqual({ api: 62, friends: 24, ids: 2, b: 200 });
+  });
+
+  it('takes the maximum per bucket, even from different possible types', () => {
+    // a: 2 × 3 (Cheap), b: 2 × 4 (Costly)
+    expect(costOf('{ feed(first: 2) { ... on Cheap { a } ... on Costly { b } } }')).toEqual({ a: 6, b: 8 });
+  });
+});
+
+describe('type-level and interface-level @tokenBucket', () => {
+  const { costOf } = pricer(
+    costSchema(`
       type Query @tokenBucket(name: "api") {
         posts(first: Int): [Post]
         search(first: Int): [Post] @tokenBucket(name: "api", cost: 100)
         stats: Stats @tokenBucket(name: "stats", cost: 1)
+        books(first: Int): [Book]
+        nodes(first: Int): [Node]
         count: Int
       }
       type Post { title: String author: User }
       type User @tokenBucket(name: "users", cost: 2) { name: String friends(first: Int): [User] }
       type Stats { count: Int }
-    `);
-  const costOf = pricer(schema);
+      type Book @tokenBucket(name: "book", cost: 1) { title: String }
+      interface Node @tokenBucket(name: "node", cost: 1) { id: ID! }
+      type Doc implements Node { id: ID! secret: String }
+      type Image implements Node { id: ID! url: String }
+    `),
+  );
 
   it("charges an operation's whole complexity", () => {
-    expect(costOf('{ posts(first: 3) { author { name } } }')).toEqual({ api: 4, users: 6 });
-    expect(costOf('{ posts(first: 3) { title } count }')).toEqual({ api: 1 });
+    // api: posts 3 × (1 + author 1) = 6; users: name, 2 per author, 3 authors
+    expect(costOf('{ posts(first: 3) { author { name } } }')).toEqual({ api: 6, users: 6 });
+    expect(costOf('{ posts(first: 3) { title } count }')).toEqual({ api: 3 }); // 3 × (1 + 0) + 0
   });
 
   it('gives way to a field-level directive for the same bucket', () => {
@@ -238,76 +241,123 @@ describe('type-level @tokenBucket', () => {
   });
 
   it("applies to the type's own fields, wherever the type appears", () => {
-    // users: each author's name (2) and friends (2), plus each of the 2 friends' names (2 × 2)
-    expect(costOf('{ posts(first: 1) { author { name friends(first: 2) { name } } } }')).toEqual({ api: 3, users: 8 });
+    // api: posts 1 × (1 + author (1 + friends 2 × 1)) = 4;
+    // users: name 2 + friends 2 + 2 friends' names × 2 = 8
+    expect(costOf('{ posts(first: 1) { author { name friends(first: 2) { name } } } }')).toEqual({ api: 4, users: 8 });
+  });
+
+  it("charges __typename on an object type like the type's other fields", () => {
+    // book: 1 per __typename, 4 books; api: books 4 × (1 + 0)
+    expect(costOf('{ books(first: 4) { __typename } }')).toEqual({ api: 4, book: 4 });
+    // api: Query's __typename weighs 0
+    expect(costOf('{ __typename }')).toEqual({ api: 0 });
+  });
+
+  it("applies an interface's directive to its implementing types' fields, through fragments too", () => {
+    // node: secret, 1 per Doc among 3 nodes; api: 3 × (1 + 0)
+    expect(costOf('{ nodes(first: 3) { ... on Doc { secret } } }')).toEqual({ api: 3, node: 3 });
+    expect(costOf('{ nodes(first: 3) { ...D } } fragment D on Doc { secret }')).toEqual({ api: 3, node: 3 });
+    expect(costOf('{ nodes(first: 3) { __typename } }')).toEqual({ api: 3, node: 3 });
+    expect(costOf('{ nodes(first: 3) { id ... on Image { url } } }')).toEqual({ api: 3, node: 6 }); // Image: id + url
   });
 
   it('charges introspection on the query type, by its complexity, unless told not to', () => {
-    const introspection = '{ __schema { types { name fields { name } } } __type(name: "Post") { name } }';
-    // __schema 1 + types (1 + 10 x fields 1) = 12, __type 1
-    expect(costOf(introspection)).toEqual({ api: 13 });
-    expect(pricer(schema, undefined, false)(introspection)).toEqual({});
-    // __typename weighs nothing and carries no bucket
-    expect(costOf('{ __typename }')).toEqual({});
-    expect(costOf('{ posts(first: 2) { __typename title } __typename }')).toEqual({ api: 1 });
+    const schema = costSchema('type Query @tokenBucket(name: "api") { a: Int }');
+    const introspection = '{ __schema { types { name fields { name } } } __type(name: "Query") { name } }';
+    // __schema 1 × (1 + types 10 × (1 + fields 10 × (1 + 0))) = 111, __type 1
+    expect(pricer(schema).costOf(introspection)).toEqual({ api: 112 });
+    expect(pricer(schema, { chargeIntrospection: false }).costOf(introspection)).toEqual({});
   });
 });
 
-describe('interfaces and unions', () => {
-  const costOf = pricer(
-    schemaOf(`
-      type Query {
-        node(id: ID!): Node @tokenBucket(name: "api")
-        search(first: Int): [SearchResult] @tokenBucket(name: "api")
-        feed(first: Int): [Node]
-        priced(first: Int): [Priced]
-      }
+describe('directive names', () => {
+  const body = `
+    type Query @tokenBucket(name: "api") {
+      a: Int @weight(weight: 7)
+      list(take: Int): [Item] @size(slicingArguments: ["take"])
+      items(first: Int): [Item]
+    }
+    type Item { id: ID }
+  `;
+  const declarations = `
+    directive @link(url: String, as: String, for: link__Purpose, import: [link__Import]) repeatable on SCHEMA
+    scalar link__Import
+    enum link__Purpose { SECURITY EXECUTION }
+    directive @weight(weight: Int!) on FIELD_DEFINITION | OBJECT | SCALAR | ENUM | ARGUMENT_DEFINITION | INPUT_FIELD_DEFINITION
+    directive @size(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = false) on FIELD_DEFINITION
+  `;
+
+  it('reads @cost and @listSize under the names a cost spec @link imports them as', () => {
+    const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+      extend schema @link(url: "https://specs.apollo.dev/cost/v0.1", import: [{ name: "@cost", as: "@weight" }, { name: "@listSize", as: "@size" }])
+      ${declarations} ${body}`);
+    const { costOf } = pricer(schema);
+    expect(costOf('{ a }')).toEqual({ api: 7 });
+    expect(costOf('{ list(take: 3) { id } }')).toEqual({ api: 3 }); // 3 × (1 + 0)
+  });
+
+  it('reads @cost under its own name when the link imports only @listSize, and the namespace name otherwise', () => {
+    const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+      extend schema @link(url: "https://specs.apollo.dev/cost/v0.1", import: ["@listSize"])
+      ${declarations.replace('@weight(', '@cost(').replace('@size(', '@listSize(')}
+      ${body.replace('@weight(', '@cost(').replace('@size(', '@listSize(')}`);
+    expect(pricer(schema).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 }); // 7 + 3
+    const renamed = buildSchema(`${tokenBucketDirectiveTypeDefs}
+      extend schema @link(url: "https://specs.apollo.dev/cost/v0.1", as: "price")
+      ${declarations.replace('@weight(', '@price(').replace('@size(', '@price__listSize(')}
+      ${body.replace('@weight(', '@price(').replace('@size(', '@price__listSize(')}`);
+    expect(pricer(renamed).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 });
+  });
+
+  it('reads them through an Apollo Federation link too', () => {
+    const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+      extend schema @link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@cost"])
+      ${declarations.replace('@weight(', '@cost(').replace('@size(', '@federation__listSize(')}
+      ${body.replace('@weight(', '@cost(').replace('@size(', '@federation__listSize(')}`);
+    expect(pricer(schema).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 });
+  });
+
+  it('reads @cost under its own name when a Federation link does not import it', () => {
+    const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+      extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+      ${declarations.replace('@weight(', '@cost(').replace('@size(', '@listSize(')}
+      ${body.replace('@weight(', '@cost(').replace('@size(', '@listSize(')}`);
+    expect(pricer(schema).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 }); // 7 + 3
+  });
+
+  it('ignores a directive the link does not name', () => {
+    // With the link, @weight is not the cost directive: a weighs 0; the list's size is the default 10.
+    const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+      extend schema @link(url: "https://specs.apollo.dev/cost/v0.1", import: ["@listSize"])
+      ${declarations} ${body}`);
+    expect(pricer(schema).costOf('{ a list(take: 3) { id } }')).toEqual({ api: 10 });
+  });
+});
+
+describe('which directive wins', () => {
+  const { costOf } = pricer(
+    costSchema(`
+      type Query { feed(first: Int): [Node] priced(first: Int): [Priced] }
       interface Node { id: ID! @tokenBucket(name: "ids", cost: 1) }
       interface Priced @tokenBucket(name: "priced", cost: 2) { price: Int }
-      type Cheap implements Node & Priced {
-        id: ID!
-        price: Int
-        label: String
-        a: Int @tokenBucket(name: "a", cost: 3)
-      }
-      type Costly implements Node {
-        id: ID! @tokenBucket(name: "ids", cost: 5)
-        friends(first: Int): [Costly] @tokenBucket(name: "friends", cost: 2)
-        b: Int @tokenBucket(name: "b", cost: 4)
-      }
+      type Cheap implements Node & Priced { id: ID! price: Int label: String }
+      type Costly implements Node { id: ID! @tokenBucket(name: "ids", cost: 5) }
       type Boxed implements Priced @tokenBucket(name: "priced", cost: 9) { price: Int @tokenBucket(name: "priced", cost: 1) }
-      union SearchResult = Cheap | Costly
     `),
   );
 
-  it('charges the most expensive possible type of an interface', () => {
-    expect(costOf('{ node(id: 1) { __typename } }')).toEqual({ api: 1 });
-    expect(costOf('{ node(id: 1) { ... on Costly { friends(first: 3) { b } } } }')).toEqual({ api: 2, friends: 2, b: 12 });
-  });
-
-  it('charges the most expensive possible type of a union', () => {
-    const query = '{ search(first: 2) { ... on Cheap { id } ... on Costly { friends(first: 5) { friends(first: 5) { b } } } } }';
-    // Costly: friends 1 + 5 × (1 + 5 × 0) = 6, so api = 1 + 2 × 6; friends per Costly = 2 + 5 × 2.
-    expect(costOf(query)).toEqual({ api: 13, friends: 24, ids: 2, b: 200 });
-  });
-
-  it('takes the maximum per bucket, even from different possible types', () => {
-    expect(costOf('{ feed(first: 2) { ... on Cheap { a } ... on Costly { b } } }')).toEqual({ a: 6, b: 8 });
-  });
-
   it("inherits an interface field's directive, unless the type's field sets the same bucket", () => {
-    expect(costOf('{ feed(first: 2) { ... on Cheap { id } } }')).toEqual({ ids: 2 });
-    expect(costOf('{ feed(first: 2) { ... on Costly { id } } }')).toEqual({ ids: 10 });
-    expect(costOf('{ feed(first: 2) { id } }')).toEqual({ ids: 10 });
+    // ids: 2 × 1; priced: Cheap is a Priced, whose directive charges every Cheap field 2
+    expect(costOf('{ feed(first: 2) { ... on Cheap { id } } }')).toEqual({ ids: 2, priced: 4 });
+    expect(costOf('{ feed(first: 2) { ... on Costly { id } } }')).toEqual({ ids: 10 }); // 2 × 5
+    expect(costOf('{ feed(first: 2) { id } }')).toEqual({ ids: 10, priced: 4 }); // 2 × max(1, 5); 2 × Cheap's 2
   });
 
-  it("applies an interface's type-level directive to the fields it declares", () => {
-    expect(costOf('{ feed(first: 3) { ... on Priced { price } } }')).toEqual({ priced: 6 });
-    expect(costOf('{ feed(first: 3) { ... on Cheap { label } } }')).toEqual({});
-  });
-
-  it("lets a type's own field directive win over type-level ones for the same bucket", () => {
-    expect(costOf('{ priced(first: 3) { ... on Boxed { price } } }')).toEqual({ priced: 3 });
-    expect(costOf('{ priced(first: 3) { price } }')).toEqual({ priced: 6 });
+  it('lets a field’s own directive win over type-level ones, and a type’s over its interfaces’', () => {
+    expect(costOf('{ priced(first: 3) { ... on Boxed { price } } }')).toEqual({ priced: 3 }); // 3 × Boxed.price's 1
+    expect(costOf('{ priced(first: 3) { price } }')).toEqual({ priced: 6 }); // 3 × max(Cheap 2, Boxed 1)
+    expect(costOf('{ priced(first: 3) { ... on Boxed { __typename } } }')).toEqual({ priced: 27 }); // 3 × Boxed's 9
+    // Cheap's own field, charged by its interface Priced: 3 × 2
+    expect(costOf('{ feed(first: 3) { ... on Cheap { label } } }')).toEqual({ priced: 6 });
   });
 });

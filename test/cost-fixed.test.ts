@@ -128,14 +128,15 @@ describe('list sizes', () => {
     expect(costOf('query ($n: Int) { items(first: $n) { price } }', {})).toEqual({ items: 1, price: 20 });
   });
 
-  it('treats a negative, null or fractional size as absent, never lowering the cost', () => {
+  it('treats a negative or null size as the assumed one and rounds a fractional size up, never lowering the cost', () => {
     expect(costOf('{ items(first: -5) { price } }')).toEqual({ items: 1, price: 20 });
     expect(costOf('{ items(first: null) { price } }')).toEqual({ items: 1, price: 20 });
     expect(costOf('query ($n: Int) { items(first: $n) { price } }', { n: -1 })).toEqual({ items: 1, price: 20 });
     expect(costOf('query ($n: Int) { items(first: $n) { price } }', { n: null })).toEqual({ items: 1, price: 20 });
     expect(costOf('query ($n: Int = 3) { items(first: $n) { price } }', { n: null })).toEqual({ items: 1, price: 20 });
     expect(costOf('{ paged(first: null) { price } }')).toEqual({ items: 1, price: 20 });
-    expect(costOf('{ approx(first: 2.5) { price } }')).toEqual({ price: 20 });
+    // 2.5 counts as 3 items, 2 tokens each
+    expect(costOf('{ approx(first: 2.5) { price } }')).toEqual({ price: 6 });
     expect(costOf('{ approx(first: 2.0) { price } }')).toEqual({ price: 4 });
   });
 

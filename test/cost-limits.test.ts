@@ -1,4 +1,5 @@
-import { buildSchema, getOperationAST, parse, validate } from 'graphql';
+import { Kind, buildSchema, getOperationAST, parse, validate } from 'graphql';
+import type { DocumentNode, FieldNode, OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CostModel } from '../src/cost/cost-model.js';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
@@ -15,7 +16,10 @@ const schema = buildSchema(`
   type Item {
     id: ID!
     items(first: Int): [Item] @tokenBucket(name: "items", cost: 1)
+    child: Item
   }
+  input Nested { inner: Nested n: Int }
+  extend type Query { nested(value: Nested): Int }
   interface Node { id: ID! node: Node }
   type A implements Node { id: ID! node: Node }
   type B implements Node { id: ID! node: Node }
@@ -80,7 +84,8 @@ describe('operations built to be expensive to analyze', () => {
   });
 
   it('ignores fields the schema does not have (an invalid operation)', () => {
-    expect(analyze('{ nope search { title } }', { valid: false }).cost).toEqual({ api: 1, search: 5 });
+    // api: search, a list of the default size 10, × (Result 1 + title 0) = 10
+    expect(analyze('{ nope search { title } }', { valid: false }).cost).toEqual({ api: 10, search: 5 });
   });
 
   it('analyzes a 1,000-field operation in well under a millisecond on average', () => {
@@ -95,5 +100,40 @@ describe('operations built to be expensive to analyze', () => {
     for (let i = 0; i < runs; i++) model.costOf(document, operation);
     // Generous: the benchmark holds the real line; this catches an accidental blow-up.
     expect((performance.now() - start) / runs).toBeLessThan(5);
+  });
+});
+
+/** `{ items(first: 1) { child { child … { id } } } }`, `depth` children deep, built without the parser (which stops near 2,000). */
+function handBuilt(depth: number): [DocumentNode, OperationDefinitionNode] {
+  let field: FieldNode = { kind: Kind.FIELD, name: { kind: Kind.NAME, value: 'id' } };
+  for (let i = 0; i < depth; i++) {
+    field = { kind: Kind.FIELD, name: { kind: Kind.NAME, value: 'child' }, selectionSet: { kind: Kind.SELECTION_SET, selections: [field] } };
+  }
+  const document = parse('{ items(first: 1) { id } }');
+  const operation = document.definitions[0] as OperationDefinitionNode;
+  const items = operation.selectionSet.selections[0] as FieldNode;
+  (items as { selectionSet?: FieldNode['selectionSet'] }).selectionSet = { kind: Kind.SELECTION_SET, selections: [field] };
+  return [document, operation];
+}
+
+describe('depth', () => {
+  it('prices an operation nested far deeper than any call stack, and its response', () => {
+    const [document, operation] = handBuilt(100_000);
+    // api: items 1 × (1 + 100,000 children × 1); items: 1 token
+    expect(Object.fromEntries(model.costOf(document, operation))).toEqual({ api: 100_001, items: 1 });
+    let data: Record<string, unknown> = { id: '1' };
+    for (let i = 0; i < 100_000; i++) data = { child: data };
+    expect(Object.fromEntries(model.actualCostOf(document, operation, undefined, { items: [data] }))).toEqual({ api: 100_001, items: 1 });
+  });
+
+  it('prices variables nested deeper than graphql-js coerces as variables that do not coerce (execution rejects them)', () => {
+    const document = parse('query ($v: Nested) { nested(value: $v) }');
+    let value: Record<string, unknown> = { n: 1 };
+    for (let i = 0; i < 100_000; i++) value = { inner: value };
+    expect(model.costOf(document, getOperationAST(document)!, { v: value }).get('api')).toBe(0);
+    // As deep as graphql-js coerces, it is priced: Nested 1 per level.
+    value = { n: 1 };
+    for (let i = 0; i < 1000; i++) value = { inner: value };
+    expect(model.costOf(document, getOperationAST(document)!, { v: value }).get('api')).toBe(1001);
   });
 });

@@ -4,6 +4,7 @@ import type { GraphQLFieldResolver } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CostModel } from '../src/cost/cost-model.js';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
+import { IBM_COST_DIRECTIVES } from './support/graphql.js';
 
 /** What a list without a usable size returns, and what the model assumes. */
 const ASSUMED = 3;
@@ -269,6 +270,257 @@ describe('static cost (property)', () => {
         }
         for (const cost of charged.values()) {
           expect(Number.isSafeInteger(cost) && cost >= 0).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+/*
+ * The 0.2 complexity: lists of lists, weighted scalars, an interface
+ * selected through fragments, Float and custom-scalar sizes, a sized
+ * connection. Resolvers return exactly the sizes asked for; every resolver
+ * call is recorded as the work it stands for, per bucket: its fixed cost, or
+ * (for "api", the whole operation's complexity) its weight per value it
+ * produced. The static charge must never be below that work, and the
+ * response's price must lie between the two.
+ */
+const COMPLEX_ASSUMED = 3;
+
+const complexSchema = buildSchema(`
+  ${tokenBucketDirectiveTypeDefs}
+  ${IBM_COST_DIRECTIVES}
+  scalar Count
+  type Query @tokenBucket(name: "api") {
+    items(first: Int): [Item] @tokenBucket(name: "items", cost: 1)
+    grid(first: Int): [[Cell]] @listSize(assumedSize: 2)
+    byFloat(first: Float): [Item]
+    byCount(first: Count): [Item]
+    scores(first: Int): [Int] @cost(weight: "2")
+    shapes(first: Int): [Shape]
+    conn(first: Int): Conn @listSize(slicingArguments: ["first"], sizedFields: ["edges"])
+  }
+  type Item {
+    id: ID
+    tags(first: Int): [String] @cost(weight: "1")
+    child: Item @tokenBucket(name: "child", cost: 2)
+    cells: [[Cell]]
+  }
+  type Cell { value: Int @cost(weight: "0.5") item: Item }
+  interface Shape @tokenBucket(name: "shape", cost: 1) { area: Float @cost(weight: "3") }
+  type Square implements Shape { area: Float side: Int corners(first: Int): [Cell] }
+  type Circle implements Shape { area: Float radius: Float @cost(weight: "4") }
+  type Conn { edges(first: Int): [Edge] total: Int }
+  type Edge { node: Item cursor: String }
+`);
+
+/** What each field weighs and charges, restated so the test does not trust the model's reading of the schema. */
+const COMPLEX_FIELDS: Record<string, { weight: number; fixed?: [bucket: string, cost: number] }> = {
+  'Query.items': { weight: 1, fixed: ['items', 1] },
+  'Query.grid': { weight: 1 },
+  'Query.byFloat': { weight: 1 },
+  'Query.byCount': { weight: 1 },
+  'Query.scores': { weight: 2 },
+  'Query.shapes': { weight: 1 },
+  'Query.conn': { weight: 1 },
+  'Item.id': { weight: 0 },
+  'Item.tags': { weight: 1 },
+  'Item.child': { weight: 1, fixed: ['child', 2] },
+  'Item.cells': { weight: 1 },
+  'Cell.value': { weight: 0.5 },
+  'Cell.item': { weight: 1 },
+  'Square.area': { weight: 3, fixed: ['shape', 1] },
+  'Square.side': { weight: 0, fixed: ['shape', 1] },
+  'Square.corners': { weight: 1, fixed: ['shape', 1] },
+  'Circle.area': { weight: 3, fixed: ['shape', 1] },
+  'Circle.radius': { weight: 4, fixed: ['shape', 1] },
+  'Conn.edges': { weight: 1 },
+  'Conn.total': { weight: 0 },
+  'Edge.node': { weight: 1 },
+  'Edge.cursor': { weight: 0 },
+};
+
+/** The size a resolver honours: a usable number (fractions rounded up, numeric strings read), else the assumed size. */
+function honoured(value: unknown, assumed: number): number {
+  const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  return typeof number === 'number' && number >= 0 ? Math.ceil(number) : assumed;
+}
+const many = <T>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
+const grid = (rows: number, columns: number) => many(rows, () => many(columns, () => ({})));
+type Args = Record<string, unknown>;
+const COMPLEX_RESOLVERS: Record<string, (source: Record<string, unknown>, args: Args) => unknown> = {
+  'Query.items': (_, a) => many(honoured(a['first'], COMPLEX_ASSUMED), () => ({})),
+  'Query.grid': (_, a) => grid(honoured(a['first'], 2), 2),
+  'Query.byFloat': (_, a) => many(honoured(a['first'], COMPLEX_ASSUMED), () => ({})),
+  'Query.byCount': (_, a) => many(honoured(a['first'], COMPLEX_ASSUMED), () => ({})),
+  'Query.scores': (_, a) => many(honoured(a['first'], COMPLEX_ASSUMED), (i) => i),
+  'Query.shapes': (_, a) => many(honoured(a['first'], COMPLEX_ASSUMED), (i) => ({ __typename: i % 2 === 0 ? 'Square' : 'Circle' })),
+  'Query.conn': (_, a) => ({ size: honoured(a['first'], COMPLEX_ASSUMED) }),
+  'Item.id': () => 'i',
+  'Item.tags': (_, a) => many(honoured(a['first'], COMPLEX_ASSUMED), () => 't'),
+  'Item.child': () => ({}),
+  'Item.cells': () => grid(COMPLEX_ASSUMED, COMPLEX_ASSUMED),
+  'Cell.value': () => 1,
+  'Cell.item': () => ({}),
+  'Square.area': () => 4,
+  'Square.side': () => 2,
+  'Square.corners': (_, a) => many(honoured(a['first'], COMPLEX_ASSUMED), () => ({})),
+  'Circle.area': () => 3,
+  'Circle.radius': () => 1,
+  // A sized field: the connection's size, or its own larger argument.
+  'Conn.edges': (source, a) => many(Math.max(source['size'] as number, honoured(a['first'], 0)), () => ({})),
+  'Conn.total': (source) => source['size'],
+  'Edge.node': () => ({}),
+  'Edge.cursor': () => 'c',
+};
+
+/** Values a resolver produced: the leaves of its lists that are not null, or 1 for a value that is not. */
+function produced(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((n: number, item) => n + produced(item), 0);
+  return value === null || value === undefined ? 0 : 1;
+}
+
+let work = new Map<string, number>();
+for (const type of Object.values(complexSchema.getTypeMap())) {
+  if (!isObjectType(type) || type.name.startsWith('__')) continue;
+  for (const field of Object.values(type.getFields())) {
+    const coordinate = `${type.name}.${field.name}`;
+    const resolve = COMPLEX_RESOLVERS[coordinate];
+    const known = COMPLEX_FIELDS[coordinate];
+    if (resolve === undefined || known === undefined) throw new Error(`no resolver or weight for ${coordinate}`);
+    field.resolve = (source: Record<string, unknown>, args: Args) => {
+      const value = resolve(source, args);
+      if (known.fixed !== undefined) work.set(known.fixed[0], (work.get(known.fixed[0]) ?? 0) + known.fixed[1]);
+      work.set('api', (work.get('api') ?? 0) + known.weight * produced(value));
+      return value;
+    };
+  }
+}
+
+type ComplexParent = 'Query' | 'Item' | 'Cell' | 'Shape' | 'Square' | 'Circle' | 'Conn' | 'Edge';
+const COMPLEX_SELECTIONS: Record<ComplexParent, { name: string; type: ComplexParent | null; size?: 'Int' | 'Float' | 'Count' }[]> = {
+  Query: [
+    { name: 'items', type: 'Item', size: 'Int' },
+    { name: 'grid', type: 'Cell', size: 'Int' },
+    { name: 'byFloat', type: 'Item', size: 'Float' },
+    { name: 'byCount', type: 'Item', size: 'Count' },
+    { name: 'scores', type: null, size: 'Int' },
+    { name: 'shapes', type: 'Shape', size: 'Int' },
+    { name: 'conn', type: 'Conn', size: 'Int' },
+  ],
+  Item: [
+    { name: 'id', type: null },
+    { name: 'tags', type: null, size: 'Int' },
+    { name: 'child', type: 'Item' },
+    { name: 'cells', type: 'Cell' },
+  ],
+  Cell: [
+    { name: 'value', type: null },
+    { name: 'item', type: 'Item' },
+  ],
+  Shape: [{ name: 'area', type: null }],
+  Square: [
+    { name: 'area', type: null },
+    { name: 'side', type: null },
+    { name: 'corners', type: 'Cell', size: 'Int' },
+  ],
+  Circle: [
+    { name: 'area', type: null },
+    { name: 'radius', type: null },
+  ],
+  Conn: [
+    { name: 'edges', type: 'Edge', size: 'Int' },
+    { name: 'total', type: null },
+  ],
+  Edge: [
+    { name: 'node', type: 'Item' },
+    { name: 'cursor', type: null },
+  ],
+};
+const COMPLEX_FRAGMENTS: Partial<Record<ComplexParent, ComplexParent[]>> = { Shape: ['Square', 'Circle', 'Shape'], Square: ['Shape'], Circle: ['Shape'] };
+
+const complexOperations = fc.gen().map((g): RandomOperation => {
+  let aliases = 0;
+  const declarations: string[] = [];
+  const variables: Record<string, unknown> = {};
+  const fragments: string[] = [];
+
+  const size = (kind: 'Int' | 'Float' | 'Count'): string => {
+    const value = g(
+      fc.constantFrom,
+      ...(kind === 'Int' ? [0, 1, 4, -2, null] : kind === 'Float' ? [0.5, 2.5, 3.9, -1.5, null] : ['2', '4', 3, 'x', null]),
+    );
+    if (g(fc.boolean)) {
+      const name = `v${declarations.length}`;
+      declarations.push(`$${name}: ${kind}`);
+      variables[name] = value;
+      return `(first: $${name})`;
+    }
+    if (g(fc.boolean)) return '';
+    return `(first: ${typeof value === 'string' ? JSON.stringify(value) : String(value)})`;
+  };
+
+  const selectionSet = (type: ComplexParent, depth: number): string => {
+    const selections: string[] = [];
+    const count = g(fc.integer, { min: 1, max: 3 });
+    for (let i = 0; i < count; i++) {
+      const on = COMPLEX_FRAGMENTS[type];
+      const kind = g(fc.constantFrom, 'field', 'field', 'field', 'typename', ...(on !== undefined && depth < 3 ? ['inline', 'spread'] : []));
+      if (kind === 'typename') {
+        selections.push('__typename');
+      } else if ((kind === 'inline' || kind === 'spread') && on !== undefined) {
+        const target = g(fc.constantFrom, ...on);
+        const body = selectionSet(target, depth + 1);
+        if (kind === 'inline') {
+          selections.push(`... on ${target} ${body}`);
+        } else {
+          const name = `F${fragments.length}`;
+          fragments.push(`fragment ${name} on ${target} ${body}`);
+          selections.push(`...${name}`);
+        }
+      } else {
+        const fields = COMPLEX_SELECTIONS[type].filter((f) => f.type === null || depth < 3);
+        const field = g(fc.constantFrom, ...fields);
+        const args = field.size === undefined ? '' : size(field.size);
+        const sub = field.type === null ? '' : ` ${selectionSet(field.type, depth + 1)}`;
+        selections.push(`a${aliases++}: ${field.name}${args}${sub}`);
+      }
+    }
+    return `{ ${selections.join(' ')} }`;
+  };
+
+  const body = selectionSet('Query', 0);
+  const header = declarations.length > 0 ? `(${declarations.join(', ')})` : '';
+  return { query: [`query Random${header} ${body}`, ...fragments].join('\n'), variables };
+});
+
+describe('static and response cost of the 0.2 complexity (property)', () => {
+  const model = new CostModel(complexSchema, { defaultListSize: COMPLEX_ASSUMED });
+
+  it('never charges a bucket less than the work its resolvers do, and prices the response between the two', async () => {
+    await fc.assert(
+      fc.asyncProperty(complexOperations, async ({ query, variables }) => {
+        const document = parse(query);
+        expect(validate(complexSchema, document)).toEqual([]);
+        const operation = getOperationAST(document);
+        if (operation == null) throw new Error('no operation');
+
+        work = new Map();
+        const result = await execute({ schema: complexSchema, document, variableValues: variables });
+        expect(result.errors).toBeUndefined();
+
+        const estimate = model.costOf(document, operation, variables);
+        const actual = model.actualCostOf(document, operation, variables, result.data);
+        expect([...actual.keys()]).toEqual([...estimate.keys()]);
+        for (const [bucket, done] of work) {
+          // Weights like 0.5 add up in binary: a hair of rounding is no under-charge.
+          expect(estimate.get(bucket), `estimate of ${bucket}`).toBeGreaterThanOrEqual(Math.ceil(done - 1e-9));
+          expect(actual.get(bucket), `actual of ${bucket}`).toBeGreaterThanOrEqual(Math.ceil(done - 1e-9));
+        }
+        for (const [bucket, cost] of estimate) {
+          expect(Number.isSafeInteger(cost) && cost >= 0).toBe(true);
+          expect(actual.get(bucket)).toBeLessThanOrEqual(cost);
         }
       }),
       { numRuns: 300 },

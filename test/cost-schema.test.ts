@@ -72,7 +72,8 @@ describe('annotations and buckets', () => {
   it('defaults the list size to DEFAULT_LIST_SIZE', () => {
     expect(DEFAULT_LIST_SIZE).toBe(10);
     const model = new CostModel(sdl('type Query { list: [Query] @tokenBucket(name: "api") a: Int @tokenBucket(name: "a", cost: 1) }'));
-    expect(costOf(model, '{ list { a } }')).toEqual({ api: 1, a: 10 });
+    // api: 10 × (Query 1 + a 0) = 10; a: 1 token in each of 10 items
+    expect(costOf(model, '{ list { a } }')).toEqual({ api: 10, a: 10 });
   });
 });
 
@@ -99,7 +100,8 @@ describe('code-first schemas', () => {
       { coordinate: 'Query', bucket: 'api', cost: null },
       { coordinate: 'Query.items', bucket: 'items', cost: 3 },
     ]);
-    expect(costOf(model, '{ items(first: 2) { id } item { name } }')).toEqual({ api: 2, items: 3 });
+    // api: items 2 × (Item 1 + id 0) + item 1 = 3; items: its fixed 3
+    expect(costOf(model, '{ items(first: 2) { id } item { name } }')).toEqual({ api: 3, items: 3 });
   });
 
   it('reads @cost and @listSize from extensions when declared', () => {
@@ -133,9 +135,10 @@ describe('code-first schemas', () => {
       },
     });
     const model = new CostModel(new GraphQLSchema({ query: Query, directives: [...specifiedDirectives, cost, listSize] }));
-    // items weighs 2 (its type's weight) plus its size times owner's 2
-    expect(costOf(model, '{ items(take: 3) { owner { id } } }')).toEqual({ api: 8 });
-    expect(costOf(model, '{ items { owner { id } } heavy }')).toEqual({ api: 12 });
+    // items: 3 × (Item's weight 2 + owner 2) = 12
+    expect(costOf(model, '{ items(take: 3) { owner { id } } }')).toEqual({ api: 12 });
+    // items at its assumed size: 4 × (2 + 2) = 16, heavy 1.5: 17.5, rounded up
+    expect(costOf(model, '{ items { owner { id } } heavy }')).toEqual({ api: 18 });
   });
 });
 

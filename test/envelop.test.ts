@@ -126,7 +126,8 @@ describe.each([
     expect(answer.body).toEqual({
       data: { search: expect.any(Array) },
       extensions: {
-        rateLimit: { api: { cost: 1, remaining: 999, capacity: 1000 }, search: { cost: 5, remaining: 15, capacity: 20 } },
+        // api: search's default 10 books × (Book 1 + id 0) = 10; search: its fixed 5.
+        rateLimit: { api: { cost: 10, remaining: 990, capacity: 1000 }, search: { cost: 5, remaining: 15, capacity: 20 } },
       },
     });
   });
@@ -136,8 +137,9 @@ describe.each([
     const answer = await served.post({ query: '{ books(first: 1000) { title author { name } } }' }, freshUser());
     expect(answer.status).toBe(429);
     expect(answer.headers.get('retry-after')).toBeNull();
+    // 1000 × (Book 1 + title 0 + author (1 + name 0)) = 2000 > 1000
     expect(answer.body).toEqual({
-      errors: [{ message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 1001 } }],
+      errors: [{ message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 2000 } }],
     });
     expect(served.store.calls).toEqual([]);
   });
@@ -145,14 +147,16 @@ describe.each([
   it('takes an operation\'s tokens all or nothing, in one store call', async () => {
     const served = await startServer();
     const user = freshUser();
-    // api (1 + 2 + 1), search (5) and export (1 + 2 x 1): three buckets, one call.
+    // export: 1 row × (Row 1 + id @cost 1 + cells 10 (default size) × @cost 1) = 12;
+    // api: search 2 × (Book 1 + id 0) = 2, plus export's 12 = 14; search: its fixed 5.
+    // Three buckets, one call.
     const three = { query: '{ search(term: "Book", first: 2) { id } export(rows: 1) { id cells } }' };
     const first = await served.post(three, user);
     expect(first.status).toBe(200);
     expect(first.body.extensions?.['rateLimit']).toEqual({
-      api: { cost: 4, remaining: 996, capacity: 1000 },
+      api: { cost: 14, remaining: 986, capacity: 1000 },
       search: { cost: 5, remaining: 15, capacity: 20 },
-      export: { cost: 3, remaining: 497, capacity: 500 },
+      export: { cost: 12, remaining: 488, capacity: 500 },
     });
     expect(served.store.calls).toHaveLength(1);
     expect(served.store.calls[0]!.map((r) => r.bucket.name).sort()).toEqual(['api', 'export', 'search']);
@@ -163,21 +167,22 @@ describe.each([
     expect(denied.status).toBe(429);
     expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'search', cost: 5 });
     expect(await served.left(buckets.search, user)).toBe(0);
-    expect(await served.left(buckets.export, user)).toBeGreaterThanOrEqual(500 - 4 * 3);
-    expect(await served.left(buckets.export, user)).toBeLessThan(500 - 4 * 3 + 1);
-    expect(await served.left(buckets.api, user)).toBeLessThan(1000 - 4 * 4 + 1);
+    expect(await served.left(buckets.export, user)).toBeGreaterThanOrEqual(500 - 4 * 12);
+    expect(await served.left(buckets.export, user)).toBeLessThan(500 - 4 * 12 + 1);
+    expect(await served.left(buckets.api, user)).toBeLessThan(1000 - 4 * 14 + 1);
     expect(served.store.calls).toHaveLength(5); // one per operation (the reads above are not all-or-nothing calls)
   });
 
   it('charges a size given by a variable', async () => {
     const served = await startServer();
     const query = 'query Books($n: Int) { books(first: $n) { author { name } } }';
-    const small = await served.post({ query, variables: { n: 999 } }, freshUser());
+    // n × (Book 1 + author (1 + name 0)) = 2n: 500 fills api's 1000 exactly, 501 never fits.
+    const small = await served.post({ query, variables: { n: 500 } }, freshUser());
     expect(small.status).toBe(200);
     expect(small.body.extensions?.['rateLimit']).toMatchObject({ api: { cost: 1000, remaining: 0, capacity: 1000 } });
-    const large = await served.post({ query, variables: { n: 1000 } }, freshUser());
+    const large = await served.post({ query, variables: { n: 501 } }, freshUser());
     expect(large.status).toBe(429);
-    expect(large.body.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 1001 });
+    expect(large.body.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 1002 });
   });
 
   it('charges a mutation', async () => {

@@ -89,12 +89,12 @@ describe('a denied operation over HTTP', () => {
 
   it('answers an operation costing more than the capacity with retryAfter null, 429, no Retry-After and no store call', async () => {
     const { http, store } = await start();
-    // `api` is charged the complexity: books (1) + 1000 x author (1) = 1001 > 1000.
+    // `api` is charged the complexity: books 1000 x (Book 1 + title 0 + author 1) = 2000 > 1000.
     const answer = await http.post({ query: '{ books(first: 1000) { title author { name } } }' }, freshUser());
     expect(answer.status).toBe(429);
     expect(answer.headers.get('retry-after')).toBeNull();
     expect(answer.body).toEqual({
-      errors: [{ message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 1001 } }],
+      errors: [{ message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 2000 } }],
     });
     expect(store.calls).toEqual([]);
   });
@@ -102,12 +102,13 @@ describe('a denied operation over HTTP', () => {
   it('charges a size given by a variable, and denies it before any store call when it is too large', async () => {
     const { http, store } = await start();
     const query = 'query Books($n: Int) { books(first: $n) { author { name } } }';
-    const small = await http.post({ query, variables: { n: 999 } }, freshUser());
+    // n x (Book 1 + author 1) = 2n: 500 books cost the whole capacity, 501 more than it.
+    const small = await http.post({ query, variables: { n: 500 } }, freshUser());
     expect(small.status).toBe(200);
     expect(small.body.extensions?.['rateLimit']).toMatchObject({ api: { cost: 1000, remaining: 0, capacity: 1000 } });
-    const large = await http.post({ query, variables: { n: 1000 } }, freshUser());
+    const large = await http.post({ query, variables: { n: 501 } }, freshUser());
     expect(large.status).toBe(429);
-    expect(large.body.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 1001 });
+    expect(large.body.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 1002 });
     expect(store.calls).toHaveLength(1);
   });
 });
@@ -147,10 +148,11 @@ describe('HTTP batches', () => {
     const { http } = await start();
     const user = freshUser();
     await drainSearch(http, user);
-    // `api` is charged every operation's complexity: 1 + 995 = 996 of the 1000 - 4 left, refilled at 1000 a minute.
-    const drain = await http.post({ query: '{ books(first: 995) { author { name } } }' }, user);
+    // `api` is charged every operation's complexity: the 4 searches took 4 x 10 x (Book 1 + id 0) = 40;
+    // 478 x (Book 1 + author 1) = 956 of the 960 left leaves 4, refilled at 1000 a minute.
+    const drain = await http.post({ query: '{ books(first: 478) { author { name } } }' }, user);
     expect(drain.status).toBe(200);
-    const books = { query: '{ books(first: 100) { author { name } } }' }; // 101 tokens of api: a wait of about 6 s
+    const books = { query: '{ books(first: 50) { author { name } } }' }; // 50 x 2 = 100 tokens of api, 96 short: a wait of about 5.8 s
     for (const batch of [[books, SEARCH], [SEARCH, books]]) {
       const answer = await http.postBatch(batch, user);
       expect(answer.body.map((r) => r.errors?.[0]?.extensions?.['bucket'])).toEqual(batch.map((op) => (op === SEARCH ? 'search' : 'api')));

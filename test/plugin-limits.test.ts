@@ -166,11 +166,11 @@ describe('denial', () => {
 
   it('answers an operation above a capacity with retryAfter null, running nothing and calling no store', async () => {
     const h = await harness();
-    // items is charged its complexity: 1 + 200 x (related 1 + 0 x id 0) = 201 > 100.
+    // items is charged its complexity: 200 x (Item 1 + title 0 + related 0 x (1 + id 0)) = 200 > 100.
     const denied = await h.run('{ items(first: 200) { title related(first: 0) { id } } free }');
     expect(denied.status).toBe(429);
     expect(denied.errors).toEqual([
-      { message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: null, bucket: 'items', cost: 201 } },
+      { message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: null, bucket: 'items', cost: 200 } },
     ]);
     expect(h.calls.size).toBe(0);
     expect(h.store.calls).toEqual([]);
@@ -186,12 +186,13 @@ describe('denial', () => {
 
   it('takes every bucket of an operation in one store call', async () => {
     const h = await harness();
+    // items: 2 x (Item 1 + id 0) = 2
     await h.run('{ a b search(term: "x") { id } items(first: 2) { id } }');
     expect(h.store.calls).toHaveLength(1);
     expect(h.store.calls[0]!.map((r) => [r.bucket.name, r.key, r.cost]).sort()).toEqual([
       ['a', 'alice', 3],
       ['b', 'alice', 3],
-      ['items', 'alice', 1],
+      ['items', 'alice', 2],
       ['search', 'alice', 5],
     ]);
   });
@@ -201,16 +202,16 @@ describe('reportCost', () => {
   it('adds { cost, remaining, capacity } per bucket to each response', async () => {
     const h = await harness({ reportCost: true });
     const query = '{ search(term: "x") { id } items(first: 3) { title related(first: 2) { id } } }';
-    // items: 1 + 3 x (related 1 + 2 x id 0) = 4.
+    // items: 3 x (Item 1 + title 0 + related 2 x (Item 1 + id 0)) = 9.
     const first = await h.run(query);
     expect(first.data).toBeDefined();
     expect(first.extensions).toEqual({
-      rateLimit: { search: { cost: 5, remaining: 15, capacity: 20 }, items: { cost: 4, remaining: 96, capacity: 100 } },
+      rateLimit: { search: { cost: 5, remaining: 15, capacity: 20 }, items: { cost: 9, remaining: 91, capacity: 100 } },
     });
     const second = await h.run(query);
     expect(rateLimit(second)).toEqual({
       search: { cost: 5, remaining: 10, capacity: 20 },
-      items: { cost: 4, remaining: 92, capacity: 100 },
+      items: { cost: 9, remaining: 82, capacity: 100 },
     });
   });
 
@@ -237,11 +238,11 @@ describe('cost of aliases, fragments and variables', () => {
       fragment Page on Query { items(first: $n) { ...ItemFields ... on Item { more: related { id } } } }
       fragment ItemFields on Item { title related(first: 3) { id } }
     `;
-    // 1 + n x (related 1 + 3 x 0 + more 1 + 2 x 0) = 1 + 2n.
-    expect(rateLimit(await h.run(query, {}, { n: 4 }))).toEqual({ items: { cost: 9, remaining: 91, capacity: 100 } });
-    expect(rateLimit(await h.run(query, {}, { n: 0 }))).toEqual({ items: { cost: 1, remaining: 90, capacity: 100 } });
-    // The default `first: 10` when the argument is left out.
-    expect(rateLimit(await h.run('{ items { related { id } } }'))).toEqual({ items: { cost: 11, remaining: 79, capacity: 100 } });
+    // n x (Item 1 + related 3 x (1 + 0) + more 2 x (1 + 0)) = 6n.
+    expect(rateLimit(await h.run(query, {}, { n: 4 }))).toEqual({ items: { cost: 24, remaining: 76, capacity: 100 } });
+    expect(rateLimit(await h.run(query, {}, { n: 0 }))).toEqual({ items: { cost: 0, remaining: 76, capacity: 100 } });
+    // The default `first: 10` when the argument is left out: 10 x (1 + related 2 x 1) = 30.
+    expect(rateLimit(await h.run('{ items { related { id } } }'))).toEqual({ items: { cost: 30, remaining: 46, capacity: 100 } });
   });
 
   it('does not charge a field left out by @skip or @include from a variable', async () => {

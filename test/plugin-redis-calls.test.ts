@@ -118,9 +118,9 @@ describe('store calls per operation, counted by Redis', () => {
 
   it('makes one script call for a denied operation too', async () => {
     const apollo = await server();
-    // `c` holds 100 and this costs 1 + 24 x next (1) = 25: four operations pass, the rest are denied.
+    // `c` holds 100 and this costs 12 x (Entry 1 + next 1) = 24: four operations pass, the rest are denied.
     for (let i = 0; i < N; i++) {
-      const result = await run(apollo, '{ a b list(first: 24) { next { n } } }', 'heavy-user');
+      const result = await run(apollo, '{ a b list(first: 12) { next { n } } }', 'heavy-user');
       expect(errorCodes(result)).toEqual(i < 4 ? [] : ['RATE_LIMITED']);
     }
     expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
@@ -129,9 +129,9 @@ describe('store calls per operation, counted by Redis', () => {
   it('makes no call for operations that touch no annotated field, or cost more than a capacity', async () => {
     const apollo = await server();
     for (let i = 0; i < N; i++) expect(await run(apollo, '{ free __typename }')).toEqual({ data: { free: 0, __typename: 'Query' } });
-    // c is charged 1 + 1000 x next (1) = 1001, more than its capacity of 100.
+    // c is charged 1000 x (Entry 1 + next 1) = 2000, more than its capacity of 100.
     const never = await run(apollo, '{ a list(first: 1000) { next { n } } }');
-    expect(never.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'c', cost: 1001 });
+    expect(never.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'c', cost: 2000 });
     expect(await scriptCalls()).toEqual({ evalsha: 0, eval: 0 });
   });
 });

@@ -1,13 +1,19 @@
 import { Kind, assertSchema, getVariableValues } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
-import { measureOperation, sharesSelectionSets } from './measure-operation.js';
+import { ArgumentPricer } from './argument-costs.js';
+import { measureOperation } from './measure-operation.js';
+import { measureResponse } from './measure-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
-import type { SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
+import type { CompositeCost, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
+import { sharesSelectionSets } from './selections.js';
 
 export type { TokenBucketAnnotation } from './schema-costs.js';
 
 /** The size assumed for a list field with no usable slicing argument and no `@listSize(assumedSize:)`. */
 export const DEFAULT_LIST_SIZE = 10;
+
+/** What every mutation costs before its fields, as the IBM specification and Apollo Router count it. */
+export const MUTATION_BASE_COST = 10;
 
 export interface CostModelOptions {
   /** Size of a list whose size nothing in the operation or schema states. Default `DEFAULT_LIST_SIZE` (10). */
@@ -21,16 +27,27 @@ export interface CostModelOptions {
 
 const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** What the walk needs to know about a document, computed once per document. */
+/** What the walks need to know about a document, computed once per document. */
 interface DocumentInfo {
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   readonly sharesSelectionSets: boolean;
 }
 
+interface Variables {
+  readonly coerced: Readonly<Record<string, unknown>>;
+  /** As sent, when they coerced; null when they did not (the operation then never runs). */
+  readonly raw: Readonly<Record<string, unknown>> | null;
+}
+
+interface LastEstimate {
+  readonly variables: unknown;
+  readonly costs: ReadonlyMap<string, number>;
+}
+
 /**
- * The static price of operations against one schema: reads every
- * `@tokenBucket` (and `@cost`, `@listSize` where declared) once, then prices
- * each operation before it runs.
+ * The price of operations against one schema: reads every `@tokenBucket`
+ * (and `@cost`, `@listSize` where declared) once, then prices each
+ * operation before it runs, and its response before it is sent.
  */
 export class CostModel {
   /** Every `@tokenBucket` in the schema, for start-up validation. */
@@ -42,6 +59,8 @@ export class CostModel {
   private readonly costs: SchemaCosts;
   private readonly defaultListSize: number;
   private readonly documents = new WeakMap<DocumentNode, DocumentInfo>();
+  /** The last estimate per operation, so pricing its response does not price the operation again. */
+  private readonly estimates = new WeakMap<OperationDefinitionNode, LastEstimate>();
 
   /** Throws an `Error` naming the schema coordinate when an annotation is malformed. */
   constructor(schema: GraphQLSchema, options: CostModelOptions = {}) {
@@ -52,7 +71,7 @@ export class CostModel {
     }
     this.schema = schema;
     this.defaultListSize = defaultListSize;
-    this.costs = compileSchemaCosts(schema, options.chargeIntrospection !== false);
+    this.costs = compileSchemaCosts(schema, defaultListSize, options.chargeIntrospection !== false);
     this.annotations = this.costs.annotations;
     this.buckets = new Set(this.costs.bucketNames);
   }
@@ -62,6 +81,10 @@ export class CostModel {
    * appear (a cost of 0 included). Every value is a non-negative integer;
    * anything above `Number.MAX_SAFE_INTEGER` (at most `Number.MAX_VALUE`)
    * means more than any bucket can hold.
+   *
+   * Never throws for an operation, however deep: the walk keeps its own
+   * stack. Variables graphql-js cannot coerce (too deep for it included)
+   * are priced as absent; execution then rejects them.
    */
   costOf(
     document: DocumentNode,
@@ -70,40 +93,104 @@ export class CostModel {
   ): Map<string, number> {
     const result = new Map<string, number>();
     if (this.costs.bucketNames.length === 0) return result;
-    const rootType = this.schema.getRootType(operation.operation);
-    const root = rootType === undefined || rootType === null ? undefined : this.costs.types.get(rootType);
+    const root = this.rootOf(operation);
     if (root === undefined) return result;
 
     const { fragments, sharesSelectionSets } = this.documentInfo(document);
+    const { coerced, raw } = this.coerce(operation, variables);
     const { charges, touched } = measureOperation(
       {
         costs: this.costs,
         defaultListSize: this.defaultListSize,
         fragments,
         sharesSelectionSets,
-        variables: this.coerce(operation, variables),
+        variables: coerced,
+        rawVariables: raw ?? NO_VARIABLES,
+        arguments: new ArgumentPricer(raw, operation.variableDefinitions),
       },
       operation.selectionSet,
       root,
     );
+    this.addBase(operation, root, charges, touched);
     this.costs.bucketNames.forEach((name, b) => {
-      // Decimal weights add up with binary rounding error (10 × 0.3 is
-      // 3.0000000000000004): a relative hair below is still the whole number.
-      const charge = charges[b] ?? 0;
-      if (touched[b] === 1) result.set(name, Math.ceil(charge - Math.min(charge * 1e-12, 1e-6)));
+      if (touched[b] === 1) result.set(name, roundUp(charges[b] ?? 0));
+    });
+    this.estimates.set(operation, { variables, costs: new Map(result) });
+    return result;
+  }
+
+  /**
+   * Per-bucket cost of a response about to be sent for `operation`: the
+   * same formula with every list's size replaced by the number of items it
+   * holds (a null list or object: nothing below it), a fixed cost charged
+   * once per place its field appears. Never above `estimate` (default:
+   * `costOf` of the same operation and variables), bucket by bucket; the
+   * same keys as the estimate.
+   *
+   * Where an object's concrete type cannot be told (an abstract type
+   * without `__typename` in the response), it is priced as the most
+   * expensive type that could have produced it.
+   */
+  actualCostOf(
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    variables: Readonly<Record<string, unknown>> | null | undefined,
+    data: unknown,
+    estimate?: ReadonlyMap<string, number>,
+  ): Map<string, number> {
+    const cap = estimate ?? this.lastEstimate(document, operation, variables);
+    const result = new Map<string, number>();
+    if (cap.size === 0) return result;
+    const root = this.rootOf(operation);
+    if (root === undefined) return result;
+
+    const { fragments } = this.documentInfo(document);
+    const { coerced, raw } = this.coerce(operation, variables);
+    const { charges } = measureResponse(
+      { costs: this.costs, fragments, variables: coerced, arguments: new ArgumentPricer(raw, operation.variableDefinitions) },
+      operation.selectionSet,
+      root,
+      data,
+    );
+    this.addBase(operation, root, charges, null);
+    this.costs.bucketNames.forEach((name, b) => {
+      const most = cap.get(name);
+      if (most !== undefined) result.set(name, Math.min(roundUp(charges[b] ?? 0), most));
     });
     return result;
   }
 
-  /** Invalid variables fail execution later; the operation is still charged, with sizes falling back to assumed ones. */
-  private coerce(
+  private rootOf(operation: OperationDefinitionNode): CompositeCost | undefined {
+    const rootType = this.schema.getRootType(operation.operation);
+    return rootType === undefined || rootType === null ? undefined : this.costs.types.get(rootType);
+  }
+
+  /** A mutation's base cost belongs to the complexity its root type's type-level directives charge. */
+  private addBase(operation: OperationDefinitionNode, root: CompositeCost, charges: Float64Array, touched: Uint8Array | null): void {
+    if (operation.operation !== 'mutation') return;
+    for (const rule of root.typeRules) {
+      if (rule.cost !== null) continue;
+      charges[rule.bucket] = (charges[rule.bucket] ?? 0) + MUTATION_BASE_COST;
+      if (touched !== null) touched[rule.bucket] = 1;
+    }
+  }
+
+  private lastEstimate(
+    document: DocumentNode,
     operation: OperationDefinitionNode,
     variables: Readonly<Record<string, unknown>> | null | undefined,
-  ): Readonly<Record<string, unknown>> {
+  ): ReadonlyMap<string, number> {
+    const last = this.estimates.get(operation);
+    return last !== undefined && last.variables === variables ? last.costs : this.costOf(document, operation, variables);
+  }
+
+  /** Variables that do not coerce fail execution later; the operation is still priced, sizes falling back to assumed ones. */
+  private coerce(operation: OperationDefinitionNode, variables: Readonly<Record<string, unknown>> | null | undefined): Variables {
     const definitions = operation.variableDefinitions;
-    if (definitions === undefined || definitions.length === 0) return NO_VARIABLES;
-    const coerced = getVariableValues(this.schema, definitions, variables ?? {}, { maxErrors: 1 });
-    return coerced.coerced ?? NO_VARIABLES;
+    if (definitions === undefined || definitions.length === 0) return { coerced: NO_VARIABLES, raw: NO_VARIABLES };
+    const values = variables ?? {};
+    const coerced = getVariableValues(this.schema, definitions, values, { maxErrors: 1 });
+    return coerced.coerced === undefined ? { coerced: NO_VARIABLES, raw: null } : { coerced: coerced.coerced, raw: values };
   }
 
   private documentInfo(document: DocumentNode): DocumentInfo {
@@ -118,4 +205,12 @@ export class CostModel {
     }
     return info;
   }
+}
+
+/**
+ * Decimal weights add up with binary rounding error (10 × 0.3 is
+ * 3.0000000000000004): a relative hair below is still the whole number.
+ */
+function roundUp(charge: number): number {
+  return Math.ceil(charge - Math.min(charge * 1e-12, 1e-6));
 }

@@ -1,14 +1,12 @@
 import { Kind, valueFromAST } from 'graphql';
-import type {
-  DirectiveNode,
-  DocumentNode,
-  FieldNode,
-  FragmentDefinitionNode,
-  SelectionNode,
-  SelectionSetNode,
-  ValueNode,
-} from 'graphql';
-import type { CompositeCost, FieldCost, SchemaCosts, SlicingArgument } from './schema-costs.js';
+import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
+import type { ArgumentPricer } from './argument-costs.js';
+import type { CompositeCost, FieldCost, SchemaCosts, SizedContext, SlicingArgument } from './schema-costs.js';
+import { childContext } from './sized-contexts.js';
+import { largerSize, sizeOf } from './sizes.js';
+import { included } from './selections.js';
+import type { SizeTerms } from './size-terms.js';
+import { addTerms, envelope, scaleTerms, substituteAll, substituteNearest } from './size-terms.js';
 
 const hasOwn = Object.prototype.hasOwnProperty;
 // `Kind` read once: run through tsx, each `Kind.X` was a getter call into graphql's CommonJS build.
@@ -18,30 +16,41 @@ const FRAGMENT_SPREAD = Kind.FRAGMENT_SPREAD;
 const VARIABLE = Kind.VARIABLE;
 const INT = Kind.INT;
 const FLOAT = Kind.FLOAT;
+const STRING = Kind.STRING;
 const NULL = Kind.NULL;
-const BOOLEAN = Kind.BOOLEAN;
+const OBJECT = Kind.OBJECT;
+const LIST = Kind.LIST;
 const MAX_INT = 2147483647;
 const MIN_INT = -2147483648;
-/** Frames the stack starts with: deeper operations grow it. */
+/** Frames the walk starts with: deeper operations grow it. */
 const INITIAL_DEPTH = 16;
 /** Memoized frames the store starts with, once one is needed. */
 const INITIAL_SAVED = 64;
 
+// What a frame waits for from the frame above it.
+const NOTHING = 0;
+const FIELD_SELECTION = 1;
+const SPREAD = 2;
+const POSSIBLE_TYPE = 3;
+
 /*
- * A measure (what a selection set costs per instance of its parent) is a frame
- * of `1 + bucketCount` numbers: the complexity, then the charge per bucket
- * index. Frames live in one typed array per request used as a stack: a
- * selection set is measured into the frame its caller names, and its children
- * into the frame just above, so the walk allocates nothing per selection.
+ * A measure (what a selection set costs per instance of its parent) is a
+ * vector of `1 + bucketCount` numbers, the complexity then the charge per
+ * bucket index, plus size terms when it lies inside a sized connection
+ * (size-terms.ts). The vectors live in one typed array used as a stack, one
+ * slot per frame; the frames themselves are reused objects on an explicit
+ * stack, so the walk allocates nothing per selection and never recurses:
+ * however deep an operation nests, the call stack stays flat.
  */
 
 /** One memoized evaluation of a selection set; a short list per node, as most nodes meet one type. */
 interface MemoEntry {
   readonly type: CompositeCost;
-  readonly sized: ReadonlySet<string> | null;
+  readonly context: SizedContext | null;
   readonly size: number;
-  /** Where the measure's frame was saved in `Walk.saved`. */
+  /** Where the measure's vector was saved in `Walk.saved`. */
   readonly at: number;
+  readonly terms: SizeTerms;
   readonly next: MemoEntry | undefined;
 }
 
@@ -57,9 +66,14 @@ export interface MeasureInput {
   readonly sharesSelectionSets: boolean;
   /** Coerced variable values. */
   readonly variables: Readonly<Record<string, unknown>>;
+  /** The variables as the request sent them, for sizes a custom scalar would hide. */
+  readonly rawVariables: Readonly<Record<string, unknown>>;
+  readonly arguments: ArgumentPricer;
 }
 
 export interface OperationMeasure {
+  /** The operation's complexity; fractional until the caller rounds up. */
+  readonly complexity: number;
   /** Per bucket index; fractional until the caller rounds up. */
   readonly charges: Float64Array;
   /** 1 where the operation selects a field that charges that bucket. */
@@ -68,57 +82,60 @@ export interface OperationMeasure {
 
 /**
  * Prices one operation against the compiled schema. Every (selection set,
- * type) pair is evaluated once, so fragments spread many times and nested
- * abstract types cost linear work; sums and products saturate at
+ * type, sized context) is evaluated once, so fragments spread many times,
+ * nested abstract types and one fragment under many differently sized
+ * connections cost linear work; sums and products saturate at
  * `Number.MAX_VALUE` so huge operations stay finite and comparable.
  */
 export function measureOperation(input: MeasureInput, selectionSet: SelectionSetNode, root: CompositeCost): OperationMeasure {
   const walk = new Walk(input);
-  walk.measure(selectionSet, root, null, 0, input.sharesSelectionSets, 0);
-  return { charges: walk.stack.subarray(1, walk.width), touched: walk.touched };
+  walk.run(selectionSet, root);
+  return { complexity: walk.stack[0] ?? 0, charges: walk.stack.slice(1, walk.width), touched: walk.touched };
 }
 
-/**
- * True when some selection set node is reachable from two places of the
- * document. Stops at the first node seen twice, so a shared (DAG-shaped)
- * document is checked in linear time.
- */
-export function sharesSelectionSets(document: DocumentNode): boolean {
-  const seen = new Set<SelectionSetNode>();
-  const pending: SelectionSetNode[] = [];
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.OPERATION_DEFINITION || definition.kind === Kind.FRAGMENT_DEFINITION) {
-      pending.push(definition.selectionSet);
-    }
-  }
-  for (let selectionSet = pending.pop(); selectionSet !== undefined; selectionSet = pending.pop()) {
-    if (seen.has(selectionSet)) return true;
-    seen.add(selectionSet);
-    for (const selection of selectionSet.selections) {
-      if (selection.kind !== FRAGMENT_SPREAD && selection.selectionSet !== undefined) pending.push(selection.selectionSet);
-    }
-  }
-  return false;
-}
-
-function sat(value: number): number {
-  return value > Number.MAX_VALUE ? Number.MAX_VALUE : value;
+class Frame {
+  selectionSet: SelectionSetNode | null = null;
+  type: CompositeCost | null = null;
+  context: SizedContext | null = null;
+  /**
+   * The size of the field whose own `sizedFields` this selection set is
+   * priced for (variable 0), when known; else -1. An abstract type then takes
+   * its most expensive possible type exactly, at that size.
+   */
+  size = -1;
+  /** Selection sets below this one may be met again with the same type: memoize them. */
+  shared = false;
+  /** Save this frame's measure when it is done. */
+  memoize = false;
+  terms: SizeTerms = null;
+  /** An abstract type's next possible type to evaluate; -1 for an object type. */
+  nextType = -1;
+  /** The selection lists being read (the set's own, then inline fragments'), with a cursor each. */
+  readonly lists: (readonly SelectionNode[])[] = [];
+  readonly cursors: number[] = [];
+  top = -1;
+  waiting = NOTHING;
+  field: FieldNode | null = null;
+  fieldCost: FieldCost | null = null;
+  fragment: string | null = null;
 }
 
 class Walk {
   readonly touched: Uint8Array;
   /** Numbers per frame: the complexity, then one charge per bucket. */
   readonly width: number;
-  /** Frames of the measures being computed; the root's is at 0. */
+  /** The frames' vectors; the root's is at 0. */
   stack: Float64Array;
+  private readonly frames: Frame[] = [];
+  private depth = -1;
   private readonly costs: SchemaCosts;
-  /** Memoized measures' frames, `width` numbers each. */
+  /** Memoized vectors, `width` numbers each. */
   private saved: Float64Array | null = null;
   private savedLength = 0;
-  /** Only selection sets that can be met more than once are memoized: see `measure`. */
+  /** Only selection sets that can be met more than once are memoized: see `enter`. */
   private memo: Map<SelectionSetNode, MemoEntry> | null = null;
   /** Fragments being expanded on the current path: a cycle (invalid anyway) is cut, not followed. */
-  private expanding: Set<string> | null = null;
+  private readonly expanding = new Set<string>();
 
   constructor(private readonly input: MeasureInput) {
     this.costs = input.costs;
@@ -128,234 +145,354 @@ class Walk {
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
   }
 
+  run(selectionSet: SelectionSetNode, root: CompositeCost): void {
+    const shared = this.input.sharesSelectionSets;
+    this.enter(selectionSet, root, null, -1, shared, shared);
+    while (this.depth >= 0) this.step();
+  }
+
   /**
-   * Writes the measure of `selectionSet` on `type` into the frame at `at`.
+   * Starts measuring `selectionSet` on `type` into the slot above the
+   * current frame, or, when memoized, puts the saved measure there and
+   * hands it to the current frame at once.
    *
-   * `shared` says the selection set may be met again with the same type and
-   * size: it is a fragment's, or lies below a fragment or an abstract type
-   * (each possible type evaluates it again). Only then is its measure
-   * memoized, and so are those of the selection sets below it. Any other
+   * `memoize` says the selection set may be met again with the same type
+   * and context: it is a fragment's, or lies below a fragment or an
+   * abstract type (each possible type evaluates it again). Any other
    * selection set belongs to one field of the operation and is met exactly
    * once, so a memo entry for it would never be read.
    */
-  measure(
+  private enter(
     selectionSet: SelectionSetNode,
     type: CompositeCost,
-    sized: ReadonlySet<string> | null,
+    context: SizedContext | null,
     size: number,
     shared: boolean,
-    at: number,
-  ): void {
-    if (!shared) {
-      this.evaluate(selectionSet, type, sized, size, false, at);
-      return;
-    }
-    const memo = (this.memo ??= new Map());
-    const first = memo.get(selectionSet);
-    for (let entry = first; entry !== undefined; entry = entry.next) {
-      if (entry.type === type && entry.sized === sized && entry.size === size) {
-        this.restore(entry.at, at);
-        return;
-      }
-    }
-    this.evaluate(selectionSet, type, sized, size, true, at);
-    // Entries added for this node meanwhile (its possible types') give way:
-    // only this one is found again.
-    memo.set(selectionSet, { type, sized, size, at: this.save(at), next: first });
-  }
-
-  private evaluate(
-    selectionSet: SelectionSetNode,
-    type: CompositeCost,
-    sized: ReadonlySet<string> | null,
-    size: number,
-    shared: boolean,
-    at: number,
+    memoize: boolean,
   ): void {
     const width = this.width;
-    // Room for this frame and the one its children use.
+    const depth = this.depth + 1;
+    const at = depth * width;
     if (at + 2 * width > this.stack.length) this.grow(at + 2 * width);
+    if (memoize) {
+      for (let entry = this.memo?.get(selectionSet); entry !== undefined; entry = entry.next) {
+        if (entry.type === type && entry.context === context && entry.size === size) {
+          this.restore(entry.at, at);
+          this.resume(entry.terms);
+          return;
+        }
+      }
+    }
     const stack = this.stack;
     for (let i = at; i < at + width; i++) stack[i] = 0;
+    let frame = this.frames[depth];
+    if (frame === undefined) this.frames[depth] = frame = new Frame();
+    frame.selectionSet = selectionSet;
+    frame.type = type;
+    frame.context = context;
+    frame.size = type.possibleTypes !== null ? size : -1;
+    frame.shared = shared;
+    frame.memoize = memoize;
+    frame.terms = null;
+    frame.waiting = NOTHING;
+    if (type.possibleTypes !== null) {
+      frame.nextType = 0;
+      frame.top = -1;
+    } else {
+      frame.nextType = -1;
+      frame.top = 0;
+      frame.lists[0] = selectionSet.selections;
+      frame.cursors[0] = 0;
+    }
+    this.depth = depth;
+  }
 
+  private step(): void {
+    const frame = this.frames[this.depth]!;
+    const type = frame.type!;
     const possibleTypes = type.possibleTypes;
     if (possibleTypes !== null) {
       // An interface or union: each possible type is priced on its own; the
-      // most expensive one wins per component. The selection set is met once
-      // per possible type, so what lies below it is shared. The possible
-      // types' own measures are never looked up again (the entry for the
-      // abstract type replaces them), unless the document shares nodes.
-      const child = at + width;
-      for (const object of possibleTypes) {
-        if (this.input.sharesSelectionSets) this.measure(selectionSet, object, sized, size, true, child);
-        else this.evaluate(selectionSet, object, sized, size, true, child);
-        const stack = this.stack;
+      // most expensive one wins per component. The selection set is met
+      // once per possible type, so what lies below it is shared. The
+      // possible types' own measures are never looked up again (the entry
+      // for the abstract type replaces them), unless the document shares nodes.
+      const next = possibleTypes[frame.nextType];
+      if (next !== undefined) {
+        frame.nextType++;
+        frame.waiting = POSSIBLE_TYPE;
+        this.enter(frame.selectionSet!, next, frame.context, -1, true, this.input.sharesSelectionSets);
+        return;
+      }
+      this.finish(frame);
+      return;
+    }
+
+    const fields = type.fields!;
+    const variables = this.input.variables;
+    // The cursor in locals, written back before handing over to another frame.
+    let top = frame.top;
+    let list = frame.lists[top]!;
+    let cursor = frame.cursors[top]!;
+    for (;;) {
+      if (cursor >= list.length) {
+        if (--top < 0) break;
+        list = frame.lists[top]!;
+        cursor = frame.cursors[top]!;
+        continue;
+      }
+      const selection = list[cursor++]!;
+      if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
+      if (selection.kind === FIELD) {
+        const name = selection.name.value;
+        const field = fields.get(name) ?? this.costs.metaFields.get(name);
+        if (field === undefined) continue;
+        if (selection.selectionSet !== undefined && field.target !== null) {
+          frame.top = top;
+          frame.cursors[top] = cursor;
+          frame.waiting = FIELD_SELECTION;
+          frame.field = selection;
+          frame.fieldCost = field;
+          const context = frame.context === null && field.sized === null ? null : childContext(frame.context, field);
+          const size = field.sized !== null && field.target.possibleTypes !== null ? this.listSize(selection, field) : -1;
+          this.enter(selection.selectionSet, field.target, context, size, frame.shared, frame.shared);
+          return;
+        }
+        this.field(frame, selection, field, false, null);
+      } else if (selection.kind === INLINE_FRAGMENT) {
+        if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
+          frame.cursors[top] = cursor;
+          top++;
+          frame.lists[top] = list = selection.selectionSet.selections;
+          cursor = 0;
+        }
+      } else if (selection.kind === FRAGMENT_SPREAD) {
+        const name = selection.name.value;
+        const fragment = this.input.fragments.get(name);
+        if (fragment === undefined || this.expanding.has(name) || !applies(fragment.typeCondition.name.value, type)) continue;
+        frame.top = top;
+        frame.cursors[top] = cursor;
+        this.expanding.add(name);
+        frame.waiting = SPREAD;
+        frame.fragment = name;
+        this.enter(fragment.selectionSet, type, frame.context, -1, true, true);
+        return;
+      }
+    }
+    frame.top = -1;
+    this.finish(frame);
+  }
+
+  private finish(frame: Frame): void {
+    const at = this.depth * this.width;
+    if (frame.memoize) {
+      const memo = (this.memo ??= new Map());
+      const selectionSet = frame.selectionSet!;
+      memo.set(selectionSet, {
+        type: frame.type!,
+        context: frame.context,
+        size: frame.size,
+        at: this.save(at),
+        terms: frame.terms,
+        next: memo.get(selectionSet),
+      });
+    }
+    this.depth--;
+    if (this.depth >= 0) this.resume(frame.terms);
+  }
+
+  /** The frame above the current one is done (or was restored): its measure is in the next slot. */
+  private resume(childTerms: SizeTerms): void {
+    const frame = this.frames[this.depth]!;
+    const width = this.width;
+    const at = this.depth * width;
+    const child = at + width;
+    const stack = this.stack;
+    switch (frame.waiting) {
+      case POSSIBLE_TYPE:
+        // At a known size, each possible type is priced there and the largest wins exactly.
+        if (frame.size >= 0) childTerms = substituteNearest(childTerms, frame.size, stack, child, false);
         for (let i = 0; i < width; i++) {
           const value = stack[child + i] ?? 0;
           if (value > (stack[at + i] ?? 0)) stack[at + i] = value;
         }
-      }
-    } else if (type.fields !== null) {
-      this.collect(selectionSet.selections, type, type.fields, sized, size, shared, at);
+        frame.terms = envelope(frame.terms, childTerms, width);
+        break;
+      case SPREAD:
+        this.expanding.delete(frame.fragment!);
+        for (let i = 0; i < width; i++) {
+          const value = stack[child + i] ?? 0;
+          if (value !== 0) stack[at + i] = sat((stack[at + i] ?? 0) + value);
+        }
+        frame.terms = addTerms(frame.terms, childTerms);
+        break;
+      case FIELD_SELECTION:
+        this.field(frame, frame.field!, frame.fieldCost!, true, childTerms);
+        break;
     }
+    frame.waiting = NOTHING;
   }
 
-  private collect(
-    selections: readonly SelectionNode[],
-    type: CompositeCost,
-    fields: ReadonlyMap<string, FieldCost>,
-    sized: ReadonlySet<string> | null,
-    size: number,
-    shared: boolean,
-    at: number,
-  ): void {
-    for (const selection of selections) {
-      if (selection.directives !== undefined && selection.directives.length > 0 && !this.included(selection.directives)) {
-        continue;
-      }
-      switch (selection.kind) {
-        case FIELD: {
-          const name = selection.name.value;
-          const field = fields.get(name) ?? this.costs.metaFields.get(name);
-          if (field !== undefined) this.field(selection, field, sized !== null && sized.has(name) ? size : -1, shared, at);
-          break;
-        }
-        case INLINE_FRAGMENT:
-          if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
-            this.collect(selection.selectionSet.selections, type, fields, sized, size, shared, at);
-          }
-          break;
-        case FRAGMENT_SPREAD: {
-          const name = selection.name.value;
-          const fragment = this.input.fragments.get(name);
-          const expanding = (this.expanding ??= new Set());
-          if (fragment === undefined || expanding.has(name) || !applies(fragment.typeCondition.name.value, type)) {
-            break;
-          }
-          expanding.add(name);
-          const spread = at + this.width;
-          this.measure(fragment.selectionSet, type, sized, size, true, spread);
-          expanding.delete(name);
-          const stack = this.stack;
-          stack[at] = sat((stack[at] ?? 0) + (stack[spread] ?? 0));
-          for (let i = 1; i < this.width; i++) {
-            const charge = stack[spread + i] ?? 0;
-            if (charge !== 0) stack[at + i] = sat((stack[at + i] ?? 0) + charge);
-          }
-          break;
-        }
-      }
-    }
-  }
-
-  /** `sizeOverride` is the enclosing connection's size when this is one of its sized fields, else -1. */
-  private field(node: FieldNode, field: FieldCost, sizeOverride: number, shared: boolean, at: number): void {
-    const n = sizeOverride >= 0 ? sizeOverride : field.isList ? this.listSize(node, field) : 1;
-    let complexity = field.weight;
-    const sub = at + this.width;
-    let measured = false;
-    if (node.selectionSet !== undefined && field.target !== null) {
-      let childSize = -1;
-      if (field.sizedFields !== null) childSize = this.slicedSize(node, field) ?? field.assumedSize ?? -1;
-      if (childSize >= 0) this.measure(node.selectionSet, field.target, field.sizedFields, childSize, shared, sub);
-      else this.measure(node.selectionSet, field.target, null, 0, shared, sub);
-      complexity = sat(complexity + sat(n * (this.stack[sub] ?? 0)));
-      measured = true;
-    }
+  /**
+   * Adds one field selection to `frame`: `count × (weight + sub-selections)
+   * + arguments` to the complexity, `count ×` the sub-selections' charges,
+   * and what the field's own rules charge. With `measured`, the
+   * sub-selections' measure is in the next slot; else it is zero.
+   */
+  private field(frame: Frame, node: FieldNode, field: FieldCost, measured: boolean, childTerms: SizeTerms): void {
+    const width = this.width;
+    const at = this.depth * width;
+    const sub = at + width;
     const stack = this.stack;
-    stack[at] = sat((stack[at] ?? 0) + complexity);
-    if (measured) {
-      for (let i = 1; i < this.width; i++) {
-        const charge = stack[sub + i] ?? 0;
-        if (charge !== 0) stack[at + i] = sat((stack[at + i] ?? 0) + sat(n * charge));
+    if (!measured && (frame.context === null || !field.isList)) {
+      // A leaf (most fields): `count × weight + arguments`, and its rules.
+      let complexity = field.weight;
+      if (field.isList && complexity !== 0) complexity = sat(sat(this.listSize(node, field) * field.innerCount) * complexity);
+      if (field.arguments !== null) complexity = sat(complexity + this.input.arguments.price(node, field.arguments));
+      stack[at] = sat((stack[at] ?? 0) + complexity);
+      const rules = field.rules;
+      for (let r = 0; r < rules.length; r++) {
+        const rule = rules[r]!;
+        this.touched[rule.bucket] = 1;
+        const i = at + 1 + rule.bucket;
+        stack[i] = sat((stack[i] ?? 0) + (rule.cost ?? complexity));
+      }
+      return;
+    }
+    if (!measured) for (let i = sub; i < sub + width; i++) stack[i] = 0;
+    let terms = childTerms;
+    // This field's own sizedFields: its size is now known.
+    if (field.sized !== null && terms !== null) terms = substituteNearest(terms, this.listSize(node, field), stack, sub);
+
+    stack[sub] = sat((stack[sub] ?? 0) + field.weight);
+    const sizedBy = field.isList && frame.context !== null ? frame.context.entries.get(field.name)?.vars : undefined;
+    if (sizedBy !== undefined && sizedBy.length > 0) {
+      // Sized by an enclosing connection whose size is not known here:
+      // `max(s, own) × inner × unit`, as size terms.
+      if (terms !== null) substituteAll(terms, Number.MAX_VALUE, stack, sub); // no schema sizes a field and a path below it
+      const own = this.ownSize(node, field);
+      const inner = field.innerCount;
+      const x = new Float64Array(width);
+      for (let i = 0; i < width; i++) {
+        x[i] = sat(inner * (stack[sub + i] ?? 0));
+        stack[sub + i] = own === 0 ? 0 : sat(own * (x[i] ?? 0));
+      }
+      terms = sizedBy.map((v, i) => ({ v, b: i === 0 ? own : 0, x }));
+    } else if (field.isList) {
+      const count = sat(this.listSize(node, field) * field.innerCount);
+      if (count !== 1) {
+        for (let i = sub; i < sub + width; i++) {
+          const value = stack[i] ?? 0;
+          if (value !== 0) stack[i] = sat(count * value);
+        }
+        terms = scaleTerms(terms, count);
       }
     }
+    if (field.arguments !== null) stack[sub] = sat((stack[sub] ?? 0) + this.input.arguments.price(node, field.arguments));
+
     const rules = field.rules;
     for (let r = 0; r < rules.length; r++) {
-      const rule = rules[r];
-      if (rule === undefined) continue;
+      const rule = rules[r]!;
       this.touched[rule.bucket] = 1;
-      const i = at + 1 + rule.bucket;
-      stack[i] = sat((stack[i] ?? 0) + (rule.cost ?? complexity));
+      const i = sub + 1 + rule.bucket;
+      stack[i] = sat((stack[i] ?? 0) + (rule.cost ?? stack[sub] ?? 0));
+      // A bucket charged the field's complexity grows with its size too.
+      if (rule.cost === null && terms !== null) {
+        terms = terms.map((t) => {
+          const x = t.x.slice();
+          x[1 + rule.bucket] = sat((x[1 + rule.bucket] ?? 0) + (x[0] ?? 0));
+          return { v: t.v, b: t.b, x };
+        });
+      }
     }
+
+    for (let i = 0; i < width; i++) {
+      const value = stack[sub + i] ?? 0;
+      if (value !== 0) stack[at + i] = sat((stack[at + i] ?? 0) + value);
+    }
+    if (terms !== null) frame.terms = addTerms(frame.terms, terms);
   }
 
+  /** A list's size: its largest slicing argument (an unusable value counting as the assumed size), else the assumed size. */
   private listSize(node: FieldNode, field: FieldCost): number {
-    return this.slicedSize(node, field) ?? field.assumedSize ?? this.input.defaultListSize;
-  }
-
-  /** The largest usable slicing argument value, or null when none is usable. */
-  private slicedSize(node: FieldNode, field: FieldCost): number | null {
-    let size: number | null = null;
+    const assumed = field.assumedSize ?? this.input.defaultListSize;
+    let size = -1;
     const slicing = field.slicing;
     for (let s = 0; s < slicing.length; s++) {
-      const argument = slicing[s];
-      if (argument === undefined) continue;
-      let value = this.argumentValue(node, argument);
-      // A Float literal like 1e400 is Infinity to the resolver: as huge as it gets, not absent.
-      if (value === Number.POSITIVE_INFINITY) value = Number.MAX_VALUE;
-      if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && (size === null || value > size)) {
-        size = value;
-      }
+      const value = this.slicingSize(node, slicing[s]!);
+      if (Number.isNaN(value)) continue;
+      const candidate = value < 0 ? assumed : value;
+      if (candidate > size) size = candidate;
+    }
+    return size < 0 ? assumed : size;
+  }
+
+  /** A sized field's own slicing argument, where usable; 0 without one (its assumed size does not count). */
+  private ownSize(node: FieldNode, field: FieldCost): number {
+    let size = 0;
+    for (const slicing of field.slicing) {
+      const value = this.slicingSize(node, slicing);
+      if (value > size) size = value;
     }
     return size;
   }
 
-  /**
-   * The argument's value as `valueFromAST` coerces it, its schema default
-   * when absent. Any non-number (undefined, null, an object) is unusable as
-   * a size, so the literal fast path only has to agree on numbers.
-   */
-  private argumentValue(node: FieldNode, slicing: SlicingArgument): unknown {
+  /** `sizeOf` the argument's value (its schema default when absent), from the coerced value and the raw one alike. */
+  private slicingSize(node: FieldNode, slicing: SlicingArgument): number {
     const { argument, path } = slicing;
-    let value: unknown = argument.defaultValue;
     const argNode = findArgument(node, argument.name);
-    if (argNode !== undefined) {
-      const { variables } = this.input;
-      if (argNode.kind === VARIABLE) {
-        if (hasOwn.call(variables, argNode.name.value)) value = variables[argNode.name.value];
-      } else if (slicing.literal !== null && (argNode.kind === INT || argNode.kind === FLOAT || argNode.kind === NULL)) {
-        // What `valueFromAST` returns for the built-in scalars' literals,
-        // without its type checks: null (or, for a non-null type, nothing:
-        // equally unusable) for `null`; else what `parseLiteral` returns, or
-        // nothing where it throws.
-        if (argNode.kind === NULL) return null;
-        if (slicing.literal === 'Float') return parseFloat(argNode.value);
-        if (argNode.kind === FLOAT) return undefined;
+    if (argNode === undefined) return sizeOf(walkPath(argument.defaultValue, path));
+    const { variables } = this.input;
+    if (argNode.kind === VARIABLE) {
+      const name = argNode.name.value;
+      // A variable that did not coerce, or was not sent: the argument's default, if any.
+      const coerced = hasOwn.call(variables, name) ? walkPath(variables[name], path) : walkPath(argument.defaultValue, path);
+      const raw = hasOwn.call(this.input.rawVariables, name) ? sizeOf(walkPath(this.input.rawVariables[name], path)) : Number.NaN;
+      return largerSize(sizeOf(coerced), raw);
+    }
+    if (slicing.literal !== null) {
+      // What `valueFromAST` returns for the built-in scalars' literals,
+      // without its type checks; else what `parseLiteral` would reject.
+      if (argNode.kind === NULL) return -1;
+      if (slicing.literal === 'Float' && (argNode.kind === INT || argNode.kind === FLOAT)) return sizeOf(parseFloat(argNode.value));
+      if (slicing.literal === 'Int' && argNode.kind === INT) {
         const num = parseIntLiteral(argNode.value);
-        return num > MAX_INT || num < MIN_INT ? undefined : num;
-      } else {
-        value = valueFromAST(argNode, argument.type, variables);
+        return num > MAX_INT || num < MIN_INT || num < 0 ? -1 : num;
       }
+      return -1;
     }
+    let coerced: unknown;
+    try {
+      coerced = valueFromAST(argNode, argument.type, variables);
+    } catch {
+      // A custom scalar's parseLiteral that throws: the operation fails validation anyway.
+    }
+    return largerSize(sizeOf(walkPath(coerced, path)), this.literalSize(argNode, path));
+  }
+
+  /** The size a literal states as written (a custom scalar may not parse it to a number). */
+  private literalSize(node: ValueNode, path: readonly string[]): number {
+    let current: ValueNode | undefined = node;
     for (const key of path) {
-      if (typeof value !== 'object' || value === null) return undefined;
-      value = (value as Record<string, unknown>)[key];
+      if (current?.kind !== OBJECT) return Number.NaN;
+      current = current.fields.find((f) => f.name.value === key)?.value;
     }
-    return value;
+    if (current === undefined) return Number.NaN;
+    switch (current.kind) {
+      case INT:
+      case FLOAT:
+      case STRING:
+        return sizeOf(current.value);
+      case LIST:
+        return current.values.length;
+      case VARIABLE:
+        return hasOwn.call(this.input.rawVariables, current.name.value) ? sizeOf(this.input.rawVariables[current.name.value]) : Number.NaN;
+      default:
+        return Number.NaN;
+    }
   }
 
-  /** `@skip`/`@include`: a condition whose value is unknown counts as included, so nothing is under-charged. */
-  private included(directives: readonly DirectiveNode[]): boolean {
-    for (const directive of directives) {
-      const name = directive.name.value;
-      if (name !== 'skip' && name !== 'include') continue;
-      let condition: ValueNode | undefined;
-      for (const argument of directive.arguments ?? []) {
-        if (argument.name.value === 'if') {
-          condition = argument.value;
-          break;
-        }
-      }
-      let value: unknown;
-      if (condition?.kind === BOOLEAN) value = condition.value;
-      else if (condition?.kind === VARIABLE) value = this.input.variables[condition.name.value];
-      if (value === (name === 'skip')) return false;
-    }
-    return true;
-  }
-
-  /** Copies the frame at `at` to the memo's store; returns where. */
+  /** Copies the vector at `at` to the memo's store; returns where. */
   private save(at: number): number {
     const width = this.width;
     let saved = this.saved;
@@ -371,7 +508,7 @@ class Walk {
     return where;
   }
 
-  /** Copies a memoized frame to the frame at `at`. */
+  /** Copies a memoized vector to the slot at `at`. */
   private restore(from: number, at: number): void {
     const saved = this.saved;
     if (saved === null) return;
@@ -386,9 +523,37 @@ class Walk {
   }
 }
 
+// Local rather than imported (so is findArgument): run through tsx, every
+// call to an imported function went through a module getter, a third of
+// the walk's time.
+function sat(value: number): number {
+  return value > Number.MAX_VALUE ? Number.MAX_VALUE : value;
+}
+
 /** Whether a fragment on `typeCondition` applies to an object of `type`: the same type, or an interface or union it belongs to. */
 function applies(typeCondition: string, type: CompositeCost): boolean {
   return typeCondition === type.name || type.abstractTypes.has(typeCondition);
+}
+
+/** The value node of the argument `name`, or undefined when the field does not pass it. */
+function findArgument(node: FieldNode, name: string): ValueNode | undefined {
+  const args = node.arguments;
+  if (args === undefined) return undefined;
+  for (let a = 0; a < args.length; a++) {
+    const arg = args[a]!;
+    if (arg.name.value === name) return arg.value;
+  }
+  return undefined;
+}
+
+/** `value.a.b` for a path `["a", "b"]`; undefined where the path leaves the objects. */
+function walkPath(value: unknown, path: readonly string[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (typeof current !== 'object' || current === null) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
 }
 
 /** `parseInt(text, 10)`, in half the time for what the lexer produces: an optional `-` and up to 10 digits. */
@@ -406,15 +571,4 @@ function parseIntLiteral(text: string): number {
     if (i === length) return negative ? -num : num;
   }
   return parseInt(text, 10);
-}
-
-/** The value node of the argument `name`, or undefined when the field does not pass it. */
-function findArgument(node: FieldNode, name: string): ValueNode | undefined {
-  const args = node.arguments;
-  if (args === undefined) return undefined;
-  for (let a = 0; a < args.length; a++) {
-    const arg = args[a];
-    if (arg !== undefined && arg.name.value === name) return arg.value;
-  }
-  return undefined;
 }

@@ -9,20 +9,27 @@ import {
   getNullableType,
   isAbstractType,
   isCompositeType,
+  isEnumType,
+  isInputObjectType,
   isInterfaceType,
+  isIntrospectionType,
   isListType,
   isObjectType,
-  isIntrospectionType,
+  isScalarType,
 } from 'graphql';
 import type {
   GraphQLArgument,
   GraphQLCompositeType,
   GraphQLField,
+  GraphQLInputType,
   GraphQLInterfaceType,
   GraphQLNamedType,
   GraphQLObjectType,
+  GraphQLOutputType,
   GraphQLSchema,
 } from 'graphql';
+import { costDirectiveNames } from './cost-directives.js';
+import { sat } from './selections.js';
 
 /** One `@tokenBucket` as written in the schema. */
 export interface TokenBucketAnnotation {
@@ -52,35 +59,92 @@ export interface SlicingArgument {
   readonly literal: 'Int' | 'Float' | null;
 }
 
-/** Everything the per-request walk needs to know about one field of one concrete type. */
-export interface FieldCost {
-  readonly weight: number;
-  readonly isList: boolean;
-  /** The named return type. */
-  readonly type: GraphQLNamedType;
-  /** The return type when it is composite: the walk only descends into such a type. */
-  readonly target: CompositeCost | null;
-  readonly slicing: readonly SlicingArgument[];
-  readonly assumedSize: number | null;
-  /** Child fields that take this (non-list) field's size, e.g. a Relay connection's `edges`. */
-  readonly sizedFields: ReadonlySet<string> | null;
-  readonly rules: readonly BucketRule[];
+/** How an argument or input field value is priced (IBM `@cost` on arguments and input fields). */
+export type InputCost = LeafInputCost | ListInputCost | ObjectInputCost;
+
+/** A scalar or enum: its type's `@cost`, 0 without one. */
+export interface LeafInputCost {
+  readonly kind: 'leaf';
+  readonly cost: number;
+}
+
+export interface ListInputCost {
+  readonly kind: 'list';
+  readonly of: InputCost;
+}
+
+export interface ObjectInputCost {
+  readonly kind: 'object';
+  readonly fields: ReadonlyMap<string, InputFieldCost>;
+}
+
+export interface InputFieldCost {
+  /** `@cost` on the input field, null without one. */
+  readonly cost: number | null;
+  readonly input: InputCost;
+}
+
+export interface ArgumentCost {
+  readonly name: string;
+  /** `@cost` on the argument, null without one. */
+  readonly cost: number | null;
+  readonly input: InputCost;
 }
 
 /**
- * An object, interface or union type as the walk sees it: everything it
+ * The fields of a selection that take a size from an enclosing field's
+ * `@listSize(sizedFields:)`. A size is named by a variable index: 0 is the
+ * nearest enclosing annotation, 1 the one around it, and so on.
+ */
+export interface SizedContext {
+  readonly entries: ReadonlyMap<string, SizedEntry>;
+}
+
+export interface SizedEntry {
+  /** The sizes this field takes (the largest counts); empty when it only leads to sized fields below. */
+  readonly vars: readonly number[];
+  /** The sized fields inside this field's selection (`"results { page }"`), or null. */
+  readonly sub: SizedContext | null;
+}
+
+/** Everything the per-request walks need to know about one field of one concrete type. */
+export interface FieldCost {
+  readonly name: string;
+  readonly weight: number;
+  readonly isList: boolean;
+  /** How many list levels wrap the named type: 0 for `T`, 1 for `[T]`, 2 for `[[T]]`. */
+  readonly listDepth: number;
+  /** The product of the sizes of the inner levels of a list of lists (1 for a plain list or none). */
+  readonly innerCount: number;
+  /** The named return type. */
+  readonly type: GraphQLNamedType;
+  /** The return type when it is composite: the walks only descend into such a type. */
+  readonly target: CompositeCost | null;
+  readonly slicing: readonly SlicingArgument[];
+  readonly assumedSize: number | null;
+  /** This field's own `@listSize(sizedFields:)`, its size as variable 0; null without one. */
+  readonly sized: SizedContext | null;
+  readonly rules: readonly BucketRule[];
+  /** The arguments that can cost anything when given; null when none can. */
+  readonly arguments: readonly ArgumentCost[] | null;
+}
+
+/**
+ * An object, interface or union type as the walks see it: everything they
  * would otherwise ask graphql-js (`isAbstractType`, `getPossibleTypes`,
  * `isSubType`) per selection, answered once at start-up.
  */
 export interface CompositeCost {
   readonly type: GraphQLCompositeType;
   readonly name: string;
-  /** An object type's fields by name; null for an interface or union. */
+  /** An object type's fields by name, `__typename` included; null for an interface or union. */
   readonly fields: ReadonlyMap<string, FieldCost> | null;
   /** An interface's or union's possible object types; null for an object type. */
   readonly possibleTypes: readonly CompositeCost[] | null;
   /** For an object type: the names of the interfaces and unions it belongs to, so a fragment on one of them applies. */
   readonly abstractTypes: ReadonlySet<string>;
+  /** The type-level `@tokenBucket`s of this type (an object type: its interfaces' too). */
+  readonly typeRules: readonly BucketRule[];
 }
 
 export interface SchemaCosts {
@@ -88,7 +152,7 @@ export interface SchemaCosts {
   readonly bucketNames: readonly string[];
   /** Every object (introspection types included), interface and union type. */
   readonly types: ReadonlyMap<GraphQLNamedType, CompositeCost>;
-  /** `__typename`, `__schema`, `__type`: valid on types that do not declare them. */
+  /** `__schema`, `__type`, `__typename` where a type's own fields do not have them: they charge nothing. */
   readonly metaFields: ReadonlyMap<string, FieldCost>;
 }
 
@@ -96,6 +160,7 @@ interface MutableCompositeCost extends CompositeCost {
   readonly fields: Map<string, FieldCost> | null;
   possibleTypes: readonly CompositeCost[] | null;
   readonly abstractTypes: Set<string>;
+  typeRules: readonly BucketRule[];
 }
 
 type Directable = Parameters<typeof getDirective>[1];
@@ -108,33 +173,36 @@ interface ListSizeRule {
 
 const NO_RULES: readonly BucketRule[] = Object.freeze([]);
 const NO_SLICING: readonly SlicingArgument[] = Object.freeze([]);
+const FIRST_VARIABLE: readonly number[] = Object.freeze([0]);
+const NO_VARIABLES: readonly number[] = Object.freeze([]);
 
 /**
  * Reads every `@tokenBucket`, `@cost` and `@listSize` of the schema once and
  * flattens them into per-field lookups, so that pricing an operation never
  * touches a directive.
  */
-export function compileSchemaCosts(schema: GraphQLSchema, chargeIntrospection = true): SchemaCosts {
-  return new Compiler(schema, chargeIntrospection).compile();
+export function compileSchemaCosts(schema: GraphQLSchema, defaultListSize: number, chargeIntrospection = true): SchemaCosts {
+  return new Compiler(schema, defaultListSize, chargeIntrospection).compile();
 }
 
 class Compiler {
-  private readonly readsCost: boolean;
-  private readonly readsListSize: boolean;
+  private readonly costName: string | null;
+  private readonly listSizeName: string | null;
   private readonly annotations: TokenBucketAnnotation[] = [];
   private readonly bucketIndex = new Map<string, number>();
   private readonly bucketsOf = new Map<object, readonly BucketRule[]>();
   private readonly typeWeights = new Map<GraphQLNamedType, number | null>();
+  private readonly inputCosts = new Map<GraphQLNamedType, InputCost>();
   private readonly composites = new Map<GraphQLNamedType, MutableCompositeCost>();
 
   constructor(
     private readonly schema: GraphQLSchema,
+    private readonly defaultListSize: number,
     private readonly chargeIntrospection: boolean,
   ) {
-    // Only directives the schema declares are read: another directive named
-    // `cost` without a `weight` is not the IBM one.
-    this.readsCost = schema.getDirective('cost')?.args.some((a) => a.name === 'weight') ?? false;
-    this.readsListSize = schema.getDirective('listSize') !== undefined;
+    const names = costDirectiveNames(schema);
+    this.costName = names.cost;
+    this.listSizeName = names.listSize;
   }
 
   compile(): SchemaCosts {
@@ -157,6 +225,7 @@ class Compiler {
           fields: isObjectType(type) ? new Map() : null,
           possibleTypes: null,
           abstractTypes: new Set(),
+          typeRules: this.typeRules(type),
         });
       }
     }
@@ -177,9 +246,9 @@ class Compiler {
     for (const type of types) {
       if (isObjectType(type)) {
         const byName = composites.get(type)?.fields;
-        for (const field of Object.values(type.getFields())) {
-          byName?.set(field.name, this.fieldCost(type, field));
-        }
+        if (byName === undefined || byName === null) continue;
+        for (const field of Object.values(type.getFields())) byName.set(field.name, this.fieldCost(type, field));
+        byName.set(TypeNameMetaFieldDef.name, this.typenameCost(type));
       }
     }
 
@@ -218,7 +287,7 @@ class Compiler {
       }
     }
     const type = getNamedType(field.type);
-    const isList = isListType(getNullableType(field.type));
+    const listDepth = listDepthOf(field.type);
 
     // @cost and @listSize written on an interface field are meant for every
     // implementation that does not say otherwise.
@@ -230,31 +299,55 @@ class Compiler {
     });
     weight ??= this.typeWeight(type) ?? (isCompositeType(type) ? 1 : 0);
 
-    const sizedFields = !isList && listSize?.sizedFields != null ? this.sizedFields(type, listSize.sizedFields, coordinate) : null;
-    const slicing = isList || sizedFields !== null ? this.slicing(field, listSize?.slicingArguments ?? null, coordinate) : NO_SLICING;
+    const assumedSize = listSize?.assumedSize ?? null;
+    // Every inner level of a list of lists multiplies too: by the size it is assumed to have.
+    let innerCount = 1;
+    for (let level = 1; level < listDepth; level++) innerCount = sat(innerCount * (assumedSize ?? this.defaultListSize));
+
+    const sized = listSize?.sizedFields != null ? this.sizedFields(type, listSize.sizedFields, coordinate) : null;
+    const slicing = listDepth > 0 || sized !== null ? this.slicing(field, listSize?.slicingArguments ?? null, coordinate) : NO_SLICING;
 
     return {
+      name: field.name,
       weight,
-      isList,
+      isList: listDepth > 0,
+      listDepth,
+      innerCount,
       type,
       target: this.composites.get(type) ?? null,
       slicing,
-      assumedSize: listSize?.assumedSize ?? null,
-      sizedFields,
-      rules: owner === null ? NO_RULES : this.rules(owner, field, interfaceFields),
+      assumedSize,
+      sized,
+      rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
+      arguments: this.argumentCosts(field, interfaceFields, coordinate),
     };
   }
 
-  /** Field-level first, then the interfaces' same field, then the type-level directives: the first rule for a bucket wins. */
-  private rules(
-    owner: GraphQLObjectType,
-    field: GraphQLField<unknown, unknown>,
-    interfaceFields: readonly GraphQLField<unknown, unknown>[],
-  ): readonly BucketRule[] {
-    const sources: object[] = [field, ...interfaceFields, owner];
-    for (const iface of owner.getInterfaces()) {
-      if (iface.getFields()[field.name] !== undefined) sources.push(iface);
-    }
+  /** `__typename` on an object type: weighs nothing, charges what the type's (and its interfaces') directives say. */
+  private typenameCost(owner: GraphQLObjectType): FieldCost {
+    return {
+      name: TypeNameMetaFieldDef.name,
+      weight: 0,
+      isList: false,
+      listDepth: 0,
+      innerCount: 1,
+      type: getNamedType(TypeNameMetaFieldDef.type),
+      target: null,
+      slicing: NO_SLICING,
+      assumedSize: null,
+      sized: null,
+      rules: this.rules(owner, []),
+      arguments: null,
+    };
+  }
+
+  /**
+   * Field-level first (the field's own, then its interfaces' same field),
+   * then the type-level directives of the type and of every interface it
+   * implements: the first rule for a bucket wins.
+   */
+  private rules(owner: GraphQLObjectType, fields: readonly GraphQLField<unknown, unknown>[]): readonly BucketRule[] {
+    const sources: object[] = [...fields, owner, ...owner.getInterfaces()];
     const rules = new Map<number, BucketRule>();
     for (const source of sources) {
       for (const rule of this.bucketsOf.get(source) ?? NO_RULES) {
@@ -262,6 +355,11 @@ class Compiler {
       }
     }
     return rules.size === 0 ? NO_RULES : Object.freeze([...rules.values()]);
+  }
+
+  private typeRules(type: GraphQLCompositeType): readonly BucketRule[] {
+    if (isObjectType(type)) return this.rules(type, []);
+    return this.bucketsOf.get(type) ?? NO_RULES;
   }
 
   private readTokenBuckets(node: Directable, coordinate: string): readonly BucketRule[] {
@@ -307,30 +405,31 @@ class Compiler {
   }
 
   private readWeight(node: Directable, coordinate: string): number | null {
-    if (!this.readsCost) return null;
-    const args = this.directive(node, 'cost', coordinate)[0];
+    if (this.costName === null) return null;
+    const args = this.directive(node, this.costName, coordinate)[0];
     if (args === undefined) return null;
     const raw: unknown = args['weight'];
     // The IBM specification declares `weight: String!` ("2.5"), Apollo `weight: Int!`.
     const weight = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
     if (!Number.isFinite(weight) || weight < 0) {
-      throw new Error(`@cost on ${coordinate}: weight must be a finite non-negative number, got ${describe(raw)}`);
+      throw new Error(`@${this.costName} on ${coordinate}: weight must be a finite non-negative number, got ${describe(raw)}`);
     }
     return weight;
   }
 
   private readListSize(node: Directable, coordinate: string): ListSizeRule | null {
-    if (!this.readsListSize) return null;
-    const args = this.directive(node, 'listSize', coordinate)[0];
+    if (this.listSizeName === null) return null;
+    const name = this.listSizeName;
+    const args = this.directive(node, name, coordinate)[0];
     if (args === undefined) return null;
     const assumedSize: unknown = args['assumedSize'];
     if (assumedSize != null && !(typeof assumedSize === 'number' && Number.isSafeInteger(assumedSize) && assumedSize >= 0)) {
-      throw new Error(`@listSize on ${coordinate}: assumedSize must be a non-negative integer, got ${describe(assumedSize)}`);
+      throw new Error(`@${name} on ${coordinate}: assumedSize must be a non-negative integer, got ${describe(assumedSize)}`);
     }
     return {
       assumedSize: assumedSize ?? null,
-      slicingArguments: stringList(args['slicingArguments'], `@listSize on ${coordinate}: slicingArguments`),
-      sizedFields: stringList(args['sizedFields'], `@listSize on ${coordinate}: sizedFields`),
+      slicingArguments: stringList(args['slicingArguments'], `@${name} on ${coordinate}: slicingArguments`),
+      sizedFields: stringList(args['sizedFields'], `@${name} on ${coordinate}: sizedFields`),
     };
   }
 
@@ -345,7 +444,7 @@ class Compiler {
         const [argName = '', ...path] = name.split('.');
         const argument = field.args.find((a) => a.name === argName);
         if (argument === undefined) {
-          throw new Error(`@listSize on ${coordinate}: slicing argument "${name}" is not an argument of the field`);
+          throw new Error(`@${this.listSizeName ?? 'listSize'} on ${coordinate}: slicing argument "${name}" is not an argument of the field`);
         }
         slicing.push({ argument, path, literal: literalKind(argument, path) });
       }
@@ -359,16 +458,104 @@ class Compiler {
     return slicing.length === 0 ? NO_SLICING : Object.freeze(slicing);
   }
 
-  private sizedFields(type: GraphQLNamedType, names: readonly string[], coordinate: string): ReadonlySet<string> {
-    if (isObjectType(type) || isInterfaceType(type)) {
-      const fields = (type as GraphQLObjectType | GraphQLInterfaceType).getFields();
-      for (const name of names) {
-        if (fields[name] === undefined) {
-          throw new Error(`@listSize on ${coordinate}: sized field "${name}" is not a field of ${type.name}`);
-        }
-      }
+  /**
+   * `sizedFields: ["edges", "results { page }"]`: `edges` and the `page`
+   * inside `results` take the field's size (variable 0); `results` itself
+   * only leads there.
+   */
+  private sizedFields(type: GraphQLNamedType, paths: readonly string[], coordinate: string): SizedContext {
+    const what = `@${this.listSizeName ?? 'listSize'} on ${coordinate}`;
+    interface Node {
+      leaf: boolean;
+      children: Map<string, Node>;
     }
-    return new Set(names);
+    const root = new Map<string, Node>();
+    for (const path of paths) {
+      const tokens = path.match(/[_A-Za-z][_0-9A-Za-z]*|[{}]|[^\s,]/g) ?? [];
+      const levels: Map<string, Node>[] = [root];
+      let last: Node | null = null;
+      tokens.forEach((token, i) => {
+        const level = levels[levels.length - 1];
+        if (token === '{') {
+          if (last === null) throw new Error(`${what}: sizedFields "${path}" opens a selection without a field`);
+          levels.push(last.children);
+          last = null;
+        } else if (token === '}') {
+          if (levels.length === 1) throw new Error(`${what}: sizedFields "${path}" closes a selection it did not open`);
+          levels.pop();
+          last = null;
+        } else if (/^[_A-Za-z]/.test(token) && level !== undefined) {
+          let node = level.get(token);
+          if (node === undefined) {
+            node = { leaf: false, children: new Map() };
+            level.set(token, node);
+          }
+          if (tokens[i + 1] !== '{') node.leaf = true;
+          last = node;
+        } else {
+          throw new Error(`${what}: sizedFields "${path}" is not a list of field names and nested selections`);
+        }
+      });
+      if (levels.length !== 1) throw new Error(`${what}: sizedFields "${path}" leaves a selection open`);
+    }
+
+    const build = (level: Map<string, Node>, on: GraphQLNamedType): SizedContext => {
+      const entries = new Map<string, SizedEntry>();
+      const fields = isObjectType(on) || isInterfaceType(on) ? (on as GraphQLObjectType | GraphQLInterfaceType).getFields() : null;
+      for (const [name, node] of level) {
+        const field = fields?.[name];
+        if (fields !== null && field === undefined) throw new Error(`${what}: sized field "${name}" is not a field of ${on.name}`);
+        if (node.leaf && node.children.size > 0) {
+          throw new Error(`${what}: sizedFields names "${name}" both as a sized field and as a path into one`);
+        }
+        const sub = node.children.size > 0 ? build(node.children, field === undefined ? on : getNamedType(field.type)) : null;
+        entries.set(name, { vars: node.leaf ? FIRST_VARIABLE : NO_VARIABLES, sub });
+      }
+      return { entries };
+    };
+    return build(root, type);
+  }
+
+  private argumentCosts(
+    field: GraphQLField<unknown, unknown>,
+    interfaceFields: readonly GraphQLField<unknown, unknown>[],
+    coordinate: string,
+  ): readonly ArgumentCost[] | null {
+    const costs: ArgumentCost[] = [];
+    for (const argument of field.args) {
+      let cost = this.readWeight(argument, `${coordinate}(${argument.name}:)`);
+      for (const inherited of interfaceFields) {
+        const same = inherited.args.find((a) => a.name === argument.name);
+        if (same !== undefined) cost ??= this.readWeight(same, `${coordinate}(${argument.name}:)`);
+      }
+      const input = this.inputCost(argument.type);
+      if (cost !== null || mayCost(input)) costs.push({ name: argument.name, cost, input });
+    }
+    return costs.length === 0 ? null : Object.freeze(costs);
+  }
+
+  private inputCost(type: GraphQLInputType): InputCost {
+    const nullable = getNullableType(type);
+    if (isListType(nullable)) return { kind: 'list', of: this.inputCost(nullable.ofType as GraphQLInputType) };
+    const named = nullable as GraphQLNamedType;
+    const known = this.inputCosts.get(named);
+    if (known !== undefined) return known;
+    if (isInputObjectType(named)) {
+      // Registered before its fields: an input type may contain itself.
+      const fields = new Map<string, InputFieldCost>();
+      const cost: ObjectInputCost = { kind: 'object', fields };
+      this.inputCosts.set(named, cost);
+      for (const field of Object.values(named.getFields())) {
+        fields.set(field.name, { cost: this.readWeight(field, `${named.name}.${field.name}`), input: this.inputCost(field.type) });
+      }
+      return cost;
+    }
+    const cost: LeafInputCost = {
+      kind: 'leaf',
+      cost: isScalarType(named) || isEnumType(named) ? (this.typeWeight(named) ?? 0) : 0,
+    };
+    this.inputCosts.set(named, cost);
+    return cost;
   }
 
   private directive(node: Directable, name: string, coordinate: string): readonly Record<string, unknown>[] {
@@ -378,6 +565,29 @@ class Compiler {
       const reason = error instanceof Error ? error.message : String(error);
       throw new Error(`@${name} on ${coordinate}: ${reason}`, { cause: error });
     }
+  }
+}
+
+function listDepthOf(type: GraphQLOutputType): number {
+  let depth = 0;
+  let current: GraphQLOutputType = type;
+  for (;;) {
+    const nullable = getNullableType(current);
+    if (!isListType(nullable)) return depth;
+    depth++;
+    current = nullable.ofType as GraphQLOutputType;
+  }
+}
+
+/** An input object always costs (1 by default); a scalar or enum only with a `@cost`. */
+function mayCost(input: InputCost): boolean {
+  switch (input.kind) {
+    case 'object':
+      return true;
+    case 'list':
+      return mayCost(input.of);
+    case 'leaf':
+      return input.cost > 0;
   }
 }
 

@@ -3,7 +3,10 @@
 import type { ApolloServer, BaseContext, GraphQLResponse } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import type { StandaloneServerContextFunctionArgument } from '@apollo/server/standalone';
-import type { AcquireRequest, Admission, BatchAdmission, BucketKey, BucketStore, TokenBucket } from '../../src/index.js';
+import { buildSchema, getOperationAST, parse, validate } from 'graphql';
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { CostModel, tokenBucketDirectiveTypeDefs } from '../../src/index.js';
+import type { AcquireRequest, Admission, BatchAdmission, BucketKey, BucketStore, CostModelOptions, TokenBucket } from '../../src/index.js';
 
 /** The server's logger type, without depending on `@apollo/utils.logger` directly. */
 export type Logger = ApolloServer<BaseContext>['logger'];
@@ -170,4 +173,42 @@ export class RecordingStore implements BucketStore {
   reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
     return this.inner.reset(bucket, key);
   }
+}
+
+/** `schema` with the `@tokenBucket` definition, and IBM's `@cost` and `@listSize` when `ibm` is set. */
+export function costSchema(sdl: string, { ibm = true }: { ibm?: boolean } = {}): GraphQLSchema {
+  return buildSchema(`${tokenBucketDirectiveTypeDefs}\n${ibm ? `${IBM_COST_DIRECTIVES}\n` : ''}${sdl}`);
+}
+
+/** The IBM GraphQL cost directive specification's `@cost` and `@listSize`. */
+export const IBM_COST_DIRECTIVES = `directive @cost(weight: String!) on ARGUMENT_DEFINITION | ENUM | FIELD_DEFINITION | INPUT_FIELD_DEFINITION | OBJECT | SCALAR
+directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION`;
+
+export type Costs = Record<string, number>;
+
+/**
+ * `costOf` and `actualCostOf` of a `CostModel` on `schema`, taking query
+ * text (checked valid first) and returning plain objects.
+ */
+export function pricer(schema: GraphQLSchema, options?: CostModelOptions) {
+  const model = new CostModel(schema, options);
+  const prepare = (query: string): [DocumentNode, OperationDefinitionNode] => {
+    const document = parse(query);
+    const errors = validate(schema, document);
+    if (errors.length > 0) throw new Error(`invalid operation: ${errors.map((e) => e.message).join('; ')}`);
+    const operation = getOperationAST(document);
+    if (operation == null) throw new Error('no operation');
+    return [document, operation];
+  };
+  return {
+    model,
+    costOf(query: string, variables?: Record<string, unknown>): Costs {
+      const [document, operation] = prepare(query);
+      return Object.fromEntries(model.costOf(document, operation, variables));
+    },
+    actualCostOf(query: string, data: unknown, variables?: Record<string, unknown>): Costs {
+      const [document, operation] = prepare(query);
+      return Object.fromEntries(model.actualCostOf(document, operation, variables, data));
+    },
+  };
 }

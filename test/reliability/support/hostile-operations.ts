@@ -2,23 +2,32 @@
 // schema: random selections (aliases, fragments, inline fragments on
 // interfaces and unions, @skip/@include on literals and variables, sizes
 // that are huge, negative, null, missing or invalid, in literals and in
-// variables), plus crafted extremes: thousands of aliases, deep nesting,
-// exponential fragment fan-out, introspection.
+// variables; Int, Float, BigInt and String sizes), plus crafted extremes:
+// thousands of aliases, lists of lists, nesting as deep as graphql-js parses,
+// exponential fragment fan-out, long fragment chains, variables nested
+// deeper than graphql-js coerces, introspection.
 import fc from 'fast-check';
+import { parse } from 'graphql';
 
 export interface HostileOperation {
   /** What kind of hostility, for the figures. */
   kind: string;
   query: string;
   variables: Record<string, unknown>;
+  /** The request body as text, for variables JSON.stringify cannot write (it recurses); sent on its own. */
+  body?: string;
 }
 
 type TypeName = 'Query' | 'Mutation' | 'Item' | 'Tag' | 'Node' | 'Owner' | 'Page';
+
+type SizeType = 'Int' | 'Float' | 'BigInt' | 'String';
 
 interface FieldSpec {
   name: string;
   /** Slicing arguments the field takes. */
   sizes: readonly ('first' | 'last')[];
+  /** Their type; Int unless said. */
+  sizeType?: SizeType;
   /** Fixed arguments always passed. */
   fixed?: string;
   returns: TypeName | null;
@@ -32,6 +41,11 @@ const FIELDS: Record<TypeName, readonly FieldSpec[]> = {
     { name: 'nodes', sizes: ['first'], returns: 'Node' },
     { name: 'page', sizes: ['first'], returns: 'Page' },
     { name: 'echo', sizes: [], fixed: 'text: "hi"', returns: null },
+    { name: 'matrix', sizes: ['first'], returns: 'Item' },
+    { name: 'byFloat', sizes: ['first'], sizeType: 'Float', returns: 'Item' },
+    { name: 'byBig', sizes: ['first'], sizeType: 'BigInt', returns: 'Item' },
+    { name: 'byString', sizes: ['first'], sizeType: 'String', returns: 'Item' },
+    { name: 'scores', sizes: ['first'], returns: null },
     { name: '__typename', sizes: [], returns: null },
   ],
   Mutation: [
@@ -70,7 +84,7 @@ const SPREADS: Partial<Record<TypeName, readonly number[]>> = { Item: [0, 1], Ta
 type Size =
   | { kind: 'absent' }
   | { kind: 'literal'; text: string }
-  | { kind: 'variable'; value: unknown };
+  | { kind: 'variable'; type: SizeType; value: unknown };
 type Condition = { directive: 'skip' | 'include'; value: boolean | 'missing'; viaVariable: boolean } | null;
 type Plan =
   | { kind: 'field'; spec: FieldSpec; sizes: Size[]; condition: Condition; sub: Plan[] }
@@ -90,9 +104,28 @@ const sizeArb: fc.Arbitrary<Size> = fc.oneof(
         // Not an Int: the request fails variable coercion (400), after the plugin has priced it.
         { weight: 1, arbitrary: fc.constantFrom<unknown>(1e20, 2.5, '3') },
       )
-      .map<Size>((value) => ({ kind: 'variable', value })),
+      .map<Size>((value) => ({ kind: 'variable', type: 'Int', value })),
   },
 );
+
+/** Sizes of the other types: fractions, BigInts written as numbers and strings, numeric and other strings. */
+const typedSizeArbs: Record<Exclude<SizeType, 'Int'>, fc.Arbitrary<Size>> = {
+  Float: fc.oneof(
+    fc.constant<Size>({ kind: 'absent' }),
+    fc.constantFrom('2.5', '0.5', '3.999', '-1.5', 'null', '1e3', '4').map<Size>((text) => ({ kind: 'literal', text })),
+    fc.constantFrom<unknown>(2.5, 0.4, -3, null, 1e9, 7).map<Size>((value) => ({ kind: 'variable', type: 'Float', value })),
+  ),
+  BigInt: fc.oneof(
+    fc.constant<Size>({ kind: 'absent' }),
+    fc.constantFrom('4', '"7"', '0', '-2', '"50000"', '9007199254740993').map<Size>((text) => ({ kind: 'literal', text })),
+    fc.constantFrom<unknown>('12', 3, '-4', '0').map<Size>((value) => ({ kind: 'variable', type: 'BigInt', value })),
+  ),
+  String: fc.oneof(
+    fc.constant<Size>({ kind: 'absent' }),
+    fc.constantFrom('"3"', '"many"', '"2.5"', '""', '"-1"', '"1e2"').map<Size>((text) => ({ kind: 'literal', text })),
+    fc.constantFrom<unknown>('4', 'x', '0.5', null).map<Size>((value) => ({ kind: 'variable', type: 'String', value })),
+  ),
+};
 
 /** One selection in five carries @skip or @include; a few name a variable the request leaves out. */
 const conditionArb: fc.Arbitrary<Condition> = fc.oneof(
@@ -121,7 +154,7 @@ function selectionArb(type: TypeName, depth: number): fc.Arbitrary<Plan[]> {
       fc.record({
         kind: fc.constant<'field'>('field'),
         spec: fc.constant(spec),
-        sizes: fc.tuple(...spec.sizes.map(() => sizeArb)),
+        sizes: fc.tuple(...spec.sizes.map(() => (spec.sizeType === undefined || spec.sizeType === 'Int' ? sizeArb : typedSizeArbs[spec.sizeType]))),
         condition: conditionArb,
         sub: spec.returns === null ? fc.constant<Plan[]>([]) : selectionArb(spec.returns, depth - 1),
       }),
@@ -212,7 +245,7 @@ class Printer {
         return `${name}: ${size.text}`;
       case 'variable': {
         const variable = `v${this.declarations.length}`;
-        this.declarations.push(`$${variable}: Int`);
+        this.declarations.push(`$${variable}: ${size.type}`);
         if (size.value !== undefined) this.variables[variable] = size.value;
         return `${name}: $${variable}`;
       }
@@ -274,6 +307,61 @@ const fanOutArb: fc.Arbitrary<HostileOperation> = fc.integer({ min: 5, max: 30 }
   return { kind: `fragment fan-out, depth ${depth}`, query: [`{ item { ...G0 } }`, ...fragments, ...owners].join('\n'), variables: {} };
 });
 
+/** Lists of lists: every level of `matrix` multiplies. */
+const matrixArb: fc.Arbitrary<HostileOperation> = fc
+  .record({ rows: fc.constantFrom('0', '1', '5', '100', '2147483647', '-1', 'null'), children: fc.constantFrom('0', '2', '50') })
+  .map(({ rows, children }) => ({
+    kind: 'list of lists',
+    query: `{ m: matrix(first: ${rows}) { id children(first: ${children}) { id } } s: scores(first: ${children}) }`,
+    variables: {},
+  }));
+
+/** The deepest operation graphql-js's parser takes here (Apollo Server parses deeper in its stack: it may refuse, with a 400). */
+function parseLimit(build: (depth: number) => string): number {
+  let deepest = 1;
+  for (let step = 4096; step >= 1; step = Math.floor(step / 2)) {
+    try {
+      parse(build(deepest + step));
+      deepest += step;
+    } catch {
+      // too deep for the parser
+    }
+  }
+  return deepest;
+}
+
+/**
+ * `children` nested as deep as graphql-js parses. The inner sizes are 0, so
+ * execution stays shallow (graphql-js's own recursion is not the limiter's
+ * to test) while pricing walks every level; or huge, so the operation is
+ * priced and denied.
+ */
+function deepToTheLimit(): HostileOperation[] {
+  const build = (size: string) => (depth: number) => `{ nodes(first: 1) { ${'children(first: SIZE) { '.repeat(depth).replaceAll('SIZE', size)}id${' }'.repeat(depth)} } }`;
+  return ['0', '2147483647'].flatMap((size) => {
+    const limit = parseLimit(build(size));
+    return [limit, limit - 200, 1000].map((depth) => ({ kind: `nesting to the parse limit (${depth})`, query: build(size)(depth), variables: {} }));
+  });
+}
+
+/** Fragment C0 spreads C1 … spreads C(n-1): graphql-js validates chains up to a few hundred long. */
+const chainArb: fc.Arbitrary<HostileOperation> = fc.integer({ min: 10, max: 600 }).map((n) => {
+  const fragments = Array.from({ length: n }, (_, i) =>
+    i === n - 1 ? `fragment C${i} on Item { id children(first: 2) { id } }` : `fragment C${i} on Item { id owner { ... on Item { ...C${i + 1} } } }`,
+  );
+  return { kind: `fragment chain ${n} long`, query: [`{ items(first: 2) { ...C0 } }`, ...fragments].join('\n'), variables: {} };
+});
+
+/** An input object variable nested deeper than graphql-js coerces: Apollo Server answers 400. */
+function deepVariable(): HostileOperation {
+  const depth = 20_000;
+  let value: Record<string, unknown> = { n: 1 };
+  for (let i = 0; i < depth; i++) value = { inner: value };
+  const query = 'query DeepVariable($v: Nested) { nested(input: $v) }';
+  const body = `{"query":${JSON.stringify(query)},"variables":{"v":${'{"inner":'.repeat(depth)}{"n":1}${'}'.repeat(depth)}}}`;
+  return { kind: `variable nested ${depth} deep`, query, variables: { v: value }, body };
+}
+
 const INTROSPECTION: readonly HostileOperation[] = [
   '{ __schema { types { name fields { name type { name ofType { name ofType { name } } } } } } }',
   '{ __schema { types { name fields { name args { name type { name } } } interfaces { name } possibleTypes { name } } } }',
@@ -290,6 +378,10 @@ export function hostileCorpus(seed: number, random: number): HostileOperation[] 
     ...fc.sample(aliasBombArb, { numRuns: 12, seed: seed + 1 }),
     ...fc.sample(deepArb, { numRuns: 24, seed: seed + 2 }),
     ...fc.sample(fanOutArb, { numRuns: 8, seed: seed + 3 }),
+    ...fc.sample(matrixArb, { numRuns: 12, seed: seed + 4 }),
+    ...fc.sample(chainArb, { numRuns: 8, seed: seed + 5 }),
+    ...deepToTheLimit(),
+    deepVariable(),
     ...INTROSPECTION,
   ];
 }

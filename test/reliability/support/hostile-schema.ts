@@ -1,9 +1,14 @@
 // A schema for hostile operations whose resolvers honour every size the cost
 // model assumes: a list field returns exactly as many items as the model
-// charges for (its largest usable slicing argument, else `@listSize
-// (assumedSize:)`, else the default list size), every object field returns
-// an object. So the number of object fields a request resolves is the most
-// that honest resolvers could do for what the limiter charged.
+// charges for (its largest usable slicing argument, fractions rounded up,
+// BigInts and numeric strings by value, else `@listSize(assumedSize:)`, else
+// the default list size; every inner level of a list of lists the default
+// list size), every object field returns an object. So the values a request
+// produces, each weighed as the model weighs it, are the most that honest
+// resolvers could do for what the limiter charged.
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import { GraphQLScalarType, Kind } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import { tokenBucketDirectiveTypeDefs } from '../../../src/index.js';
 
 /** `defaultListSize` of the hostile server's plugin and of the test's CostModel. */
@@ -20,6 +25,10 @@ export const SEARCH_CAPACITY = 1_000;
 
 export const hostileTypeDefs = `${tokenBucketDirectiveTypeDefs}
 directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
+directive @cost(weight: String!) on ARGUMENT_DEFINITION | ENUM | FIELD_DEFINITION | INPUT_FIELD_DEFINITION | OBJECT | SCALAR
+
+scalar BigInt
+input Nested { inner: Nested n: Int }
 
 type Query @tokenBucket(name: "api") {
   items(first: Int, last: Int): [Item!]!
@@ -28,6 +37,12 @@ type Query @tokenBucket(name: "api") {
   nodes(first: Int): [Node!]!
   page(first: Int = 4): Page @listSize(slicingArguments: ["first"], sizedFields: ["items"])
   echo(text: String): String
+  matrix(first: Int): [[Item!]!]!
+  byFloat(first: Float): [Item!]!
+  byBig(first: BigInt): [Item!]!
+  byString(first: String): [Item!]!
+  scores(first: Int): [Int!]! @cost(weight: "2")
+  nested(input: Nested): Int
 }
 
 type Mutation @tokenBucket(name: "api") {
@@ -61,19 +76,35 @@ type Page {
 }
 `;
 
+/** Weights the schema gives with `@cost`; any other field weighs 1 when composite, 0 when not. */
+export const HOSTILE_WEIGHTS: Readonly<Record<string, number>> = { 'Query.scores': 2 };
+
 interface Entity {
   kind: 'Item' | 'Tag';
   id: string;
 }
 
-/** The size the cost model charges for: the largest integer >= 0 among `values`, else `assumed`. */
+/**
+ * The size a resolver reads from its arguments: the largest number >= 0
+ * among `values` (a fraction rounded up, a BigInt or a numeric string by
+ * value), else `assumed`; at most MAX_LIST.
+ */
 export function honouredSize(values: readonly unknown[], assumed: number): number {
   let size: number | null = null;
   for (const value of values) {
-    if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && (size === null || value > size)) size = value;
+    const number = typeof value === 'bigint' ? Number(value) : typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+    if (typeof number === 'number' && number >= 0 && (size === null || Math.ceil(number) > size)) size = Math.ceil(number);
   }
   return Math.min(size ?? assumed, MAX_LIST);
 }
+
+/** A BigInt scalar as servers write one: literals and variables become `bigint`s. */
+const BigIntScalar = new GraphQLScalarType({
+  name: 'BigInt',
+  parseValue: (value) => BigInt(value as string),
+  parseLiteral: (ast) => (ast.kind === Kind.INT || ast.kind === Kind.STRING ? BigInt(ast.value) : undefined),
+  serialize: (value) => String(value),
+});
 
 let serial = 0;
 const entity = (kind: Entity['kind']): Entity => ({ kind, id: String((serial += 1)) });
@@ -81,11 +112,12 @@ const items = (n: number): Entity[] => Array.from({ length: n }, () => entity('I
 const mixed = (n: number): Entity[] => Array.from({ length: n }, (_, i) => entity(i % 2 === 0 ? 'Item' : 'Tag'));
 
 interface SizeArgs {
-  first?: number | null;
-  last?: number | null;
+  first?: unknown;
+  last?: unknown;
 }
 
 export const hostileResolvers = {
+  BigInt: BigIntScalar,
   Query: {
     items: (_: unknown, { first, last }: SizeArgs) => items(honouredSize([first, last], HOSTILE_DEFAULT_LIST_SIZE)),
     item: () => entity('Item'),
@@ -94,6 +126,12 @@ export const hostileResolvers = {
     // The sized `items` of a page: the page's own size, else what `items` alone would be assumed.
     page: (_: unknown, { first }: SizeArgs) => ({ size: honouredSize([first], HOSTILE_DEFAULT_LIST_SIZE) }),
     echo: (_: unknown, { text }: { text?: string | null }) => text ?? null,
+    matrix: (_: unknown, { first }: SizeArgs) => Array.from({ length: honouredSize([first], HOSTILE_DEFAULT_LIST_SIZE) }, () => items(HOSTILE_DEFAULT_LIST_SIZE)),
+    byFloat: (_: unknown, { first }: SizeArgs) => items(honouredSize([first], HOSTILE_DEFAULT_LIST_SIZE)),
+    byBig: (_: unknown, { first }: SizeArgs) => items(honouredSize([first], HOSTILE_DEFAULT_LIST_SIZE)),
+    byString: (_: unknown, { first }: SizeArgs) => items(honouredSize([first], HOSTILE_DEFAULT_LIST_SIZE)),
+    scores: (_: unknown, { first }: SizeArgs) => Array.from({ length: honouredSize([first], HOSTILE_DEFAULT_LIST_SIZE) }, (_v, i) => i),
+    nested: () => 1,
   },
   Mutation: {
     touch: (_: unknown, { first }: SizeArgs) => items(honouredSize([first], HOSTILE_DEFAULT_LIST_SIZE)),
@@ -119,3 +157,8 @@ export const hostileResolvers = {
     total: (page: { size: number }) => page.size,
   },
 };
+
+/** The hostile schema with its resolvers, for the server and for the test's own `CostModel`. */
+export function hostileSchema(): GraphQLSchema {
+  return makeExecutableSchema({ typeDefs: hostileTypeDefs, resolvers: hostileResolvers });
+}

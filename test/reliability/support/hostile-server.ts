@@ -3,7 +3,8 @@
 // plugin that reports what each operation actually resolved:
 //
 //   extensions.resolved = { api, search, fields }
-//     api     object-typed fields resolved (each weighs 1 under the IBM defaults)
+//     api     the values fields produced (list items, not nulls), each weighed as
+//             the model weighs its field: an object 1, a scalar 0 unless @cost says
 //     search  tokens of "search" the resolved fields were worth (2 per Query.search, 1 per Mutation.touch)
 //     fields  every field resolved, scalars included
 //
@@ -12,10 +13,11 @@ import { ApolloServer } from '@apollo/server';
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { getNamedType, isCompositeType } from 'graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import { Redis } from 'ioredis';
 import { Rate, RedisStore, TokenBucket, tokenBucketPlugin } from '../../../src/index.js';
 import { redisOptions } from './fail-fast.js';
-import { API_CAPACITY, HOSTILE_DEFAULT_LIST_SIZE, SEARCH_CAPACITY, hostileResolvers, hostileTypeDefs } from './hostile-schema.js';
+import { API_CAPACITY, HOSTILE_DEFAULT_LIST_SIZE, HOSTILE_WEIGHTS, SEARCH_CAPACITY, hostileSchema } from './hostile-schema.js';
 
 process.on('unhandledRejection', (reason) => {
   console.error(`RELIABILITY-UNHANDLED-REJECTION ${String(reason instanceof Error ? reason.stack : reason)}`);
@@ -37,9 +39,11 @@ const counting: ApolloServerPlugin<Context> = {
         return {
           willResolveField({ info }) {
             resolved.fields += 1;
-            if (isCompositeType(getNamedType(info.returnType))) resolved.api += 1;
             if (info.parentType.name === 'Query' && info.fieldName === 'search') resolved.search += 2;
             if (info.parentType.name === 'Mutation' && info.fieldName === 'touch') resolved.search += 1;
+            return (error, result) => {
+              if (error === null) resolved.api += weightOf(info) * produced(result);
+            };
           },
         };
       },
@@ -52,6 +56,16 @@ const counting: ApolloServerPlugin<Context> = {
   },
 };
 
+function weightOf(info: GraphQLResolveInfo): number {
+  return HOSTILE_WEIGHTS[`${info.parentType.name}.${info.fieldName}`] ?? (isCompositeType(getNamedType(info.returnType)) ? 1 : 0);
+}
+
+/** Values a resolver produced: the items of its (nested) lists that are not null, or 1 for a value that is not. */
+function produced(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((n: number, item) => n + produced(item), 0);
+  return value === null || value === undefined ? 0 : 1;
+}
+
 const redis = new Redis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379', redisOptions);
 redis.on('error', (error: Error) => console.error(`redis: ${error.message}`));
 await new Promise<void>((resolve, reject) => {
@@ -63,8 +77,7 @@ await new Promise<void>((resolve, reject) => {
 });
 
 const server = new ApolloServer<Context>({
-  typeDefs: hostileTypeDefs,
-  resolvers: hostileResolvers,
+  schema: hostileSchema(),
   allowBatchedHttpRequests: true,
   includeStacktraceInErrorResponses: false,
   plugins: [

@@ -1,0 +1,435 @@
+import { Kind } from 'graphql';
+import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
+import type { ArgumentPricer } from './argument-costs.js';
+import type { CompositeCost, FieldCost, SchemaCosts } from './schema-costs.js';
+import { applies, included, sat } from './selections.js';
+
+const FIELD = Kind.FIELD;
+const INLINE_FRAGMENT = Kind.INLINE_FRAGMENT;
+const FRAGMENT_SPREAD = Kind.FRAGMENT_SPREAD;
+const INITIAL_DEPTH = 16;
+
+/*
+ * Prices a response the way the static walk prices an operation, with each
+ * list's size replaced by the number of items it holds: the same formula,
+ * walked over the data instead of the document. graphql-js merges the
+ * selections of one response key (CollectFields); so does this walk, so a
+ * field that ran once is charged once per place it appears.
+ *
+ * Where an object's type is abstract, `__typename` in the response names its
+ * type; without it, the type is the one whose selections produce exactly the
+ * object's keys; where several could, the most expensive of them is charged.
+ * Like the static walk it never recurses, and its plans (what to read in an
+ * object of a type) are built once per (selection, type), as graphql-js
+ * builds its own, so the work is linear in the response.
+ */
+
+/** Field selections merged under one response key: their sub-selections, as graphql-js merges them. */
+interface Group {
+  readonly id: number;
+  readonly selectionSets: readonly SelectionSetNode[];
+  readonly plans: Map<CompositeCost, Plan>;
+  /** An abstract type's possible types that fit an object, by the object's keys. */
+  readonly candidates: Map<string, readonly CompositeCost[]>;
+}
+
+interface PlanEntry {
+  readonly key: string;
+  readonly field: FieldCost;
+  /** The first node: its arguments are the field's (merged fields have equal arguments). */
+  readonly node: FieldNode;
+  readonly child: Group | null;
+}
+
+/** What an object of one type holds for a group: the response keys in order, with the field each one is. */
+interface Plan {
+  readonly entries: readonly PlanEntry[];
+  readonly keys: ReadonlySet<string>;
+  /** A key holding `__typename`, or null. */
+  readonly typename: string | null;
+}
+
+export interface ResponseInput {
+  readonly costs: SchemaCosts;
+  readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  readonly variables: Readonly<Record<string, unknown>>;
+  readonly arguments: ArgumentPricer;
+}
+
+export interface ResponseMeasure {
+  readonly complexity: number;
+  /** Per bucket index; fractional until the caller rounds up. */
+  readonly charges: Float64Array;
+}
+
+export function measureResponse(input: ResponseInput, selectionSet: SelectionSetNode, root: CompositeCost, data: unknown): ResponseMeasure {
+  const walk = new ResponseWalk(input);
+  walk.run(selectionSet, root, data);
+  return { complexity: walk.stack[0] ?? 0, charges: walk.stack.slice(1, walk.width) };
+}
+
+const OBJECT_VALUE = 0;
+const ABSTRACT_VALUE = 1;
+const FIELD_VALUE = 2;
+
+class Frame {
+  kind = OBJECT_VALUE;
+  group: Group | null = null;
+  type: CompositeCost | null = null;
+  value: Record<string, unknown> | null = null;
+  /** Object: the plan read and the next entry. */
+  plan: Plan | null = null;
+  next = 0;
+  /** Abstract: the possible types that fit, and the next one to price. */
+  candidates: readonly CompositeCost[] = [];
+  /** Memoize this frame's result (below an object of undecided type, the same object is priced once per candidate). */
+  memoize = false;
+  ambiguous = false;
+  /** Field: the entry, and a cursor through its nested lists. */
+  entry: PlanEntry | null = null;
+  readonly lists: unknown[][] = [];
+  readonly cursors: number[] = [];
+  top = -1;
+  /** Field: the list slots met (each costs the field's weight). */
+  slots = 0;
+}
+
+interface Saved {
+  readonly group: Group;
+  readonly type: CompositeCost;
+  readonly at: number;
+}
+
+class ResponseWalk {
+  readonly width: number;
+  stack: Float64Array;
+  private readonly frames: Frame[] = [];
+  private depth = -1;
+  private readonly groups = new Map<string, Group>();
+  private readonly selectionSetIds = new Map<SelectionSetNode, number>();
+  /** How many frames below an object of undecided type are open: then objects are memoized. */
+  private ambiguity = 0;
+  private memo: Map<object, Saved[]> | null = null;
+  private saved: Float64Array | null = null;
+  private savedLength = 0;
+
+  constructor(private readonly input: ResponseInput) {
+    this.width = input.costs.bucketNames.length + 1;
+    this.stack = new Float64Array(this.width * INITIAL_DEPTH);
+  }
+
+  run(selectionSet: SelectionSetNode, root: CompositeCost, data: unknown): void {
+    if (!isObject(data)) return;
+    this.enterValue(this.group([selectionSet]), root, data);
+    while (this.depth >= 0) this.step();
+  }
+
+  private push(kind: number): Frame {
+    const width = this.width;
+    const depth = ++this.depth;
+    const at = depth * width;
+    if (at + 2 * width > this.stack.length) this.grow(at + 2 * width);
+    const stack = this.stack;
+    for (let i = at; i < at + width; i++) stack[i] = 0;
+    let frame = this.frames[depth];
+    if (frame === undefined) this.frames[depth] = frame = new Frame();
+    frame.kind = kind;
+    frame.memoize = false;
+    frame.ambiguous = false;
+    return frame;
+  }
+
+  /** Starts pricing the object `value` of `type` (object or abstract) for `group`, or hands back its memoized price. */
+  private enterValue(group: Group, type: CompositeCost, value: Record<string, unknown>): void {
+    const memoize = this.ambiguity > 0;
+    if (memoize && this.memo !== null) {
+      for (const saved of this.memo.get(value) ?? []) {
+        if (saved.group === group && saved.type === type) {
+          const at = (this.depth + 1) * this.width;
+          if (at + this.width > this.stack.length) this.grow(at + 2 * this.width);
+          this.stack.set(this.saved!.subarray(saved.at, saved.at + this.width), at);
+          this.resume();
+          return;
+        }
+      }
+    }
+    if (type.possibleTypes !== null) {
+      const candidates = this.candidatesOf(group, type, value);
+      const frame = this.push(ABSTRACT_VALUE);
+      frame.group = group;
+      frame.type = type;
+      frame.value = value;
+      frame.candidates = candidates;
+      frame.next = 0;
+      frame.memoize = memoize;
+      if (candidates.length > 1) {
+        frame.ambiguous = true;
+        this.ambiguity++;
+      }
+      return;
+    }
+    const frame = this.push(OBJECT_VALUE);
+    frame.group = group;
+    frame.type = type;
+    frame.value = value;
+    frame.plan = this.plan(group, type);
+    frame.next = 0;
+    frame.memoize = memoize;
+  }
+
+  private step(): void {
+    const frame = this.frames[this.depth]!;
+    switch (frame.kind) {
+      case OBJECT_VALUE: {
+        const entries = frame.plan!.entries;
+        const value = frame.value!;
+        while (frame.next < entries.length) {
+          const entry = entries[frame.next++]!;
+          if (!(entry.key in value)) continue;
+          const field = this.push(FIELD_VALUE);
+          field.entry = entry;
+          field.slots = 0;
+          field.top = -1;
+          const item = value[entry.key];
+          if (entry.field.listDepth === 0) {
+            field.slots = 1;
+            if (entry.child !== null && entry.field.target !== null && isObject(item)) {
+              field.top = -2; // the one object is being priced
+              this.enterValue(entry.child, entry.field.target, item);
+            }
+          } else if (Array.isArray(item)) {
+            field.top = 0;
+            field.lists[0] = item as unknown[];
+            field.cursors[0] = 0;
+          }
+          return;
+        }
+        this.finish(frame);
+        return;
+      }
+      case ABSTRACT_VALUE: {
+        const next = frame.candidates[frame.next++];
+        if (next === undefined) {
+          this.finish(frame);
+          return;
+        }
+        this.enterValue(frame.group!, next, frame.value!);
+        return;
+      }
+      case FIELD_VALUE: {
+        const entry = frame.entry!;
+        const listDepth = entry.field.listDepth;
+        while (frame.top >= 0) {
+          const list = frame.lists[frame.top]!;
+          const cursor = frame.cursors[frame.top]!;
+          if (cursor >= list.length) {
+            frame.top--;
+            continue;
+          }
+          frame.cursors[frame.top] = cursor + 1;
+          const item = list[cursor];
+          if (frame.top + 1 < listDepth) {
+            // An inner list: a null one holds nothing.
+            if (Array.isArray(item)) {
+              const top = ++frame.top;
+              frame.lists[top] = item as unknown[];
+              frame.cursors[top] = 0;
+            }
+            continue;
+          }
+          frame.slots++;
+          if (entry.child !== null && entry.field.target !== null && isObject(item)) {
+            this.enterValue(entry.child, entry.field.target, item);
+            return;
+          }
+        }
+        if (frame.top === -2) frame.top = -1;
+        this.finish(frame);
+        return;
+      }
+    }
+  }
+
+  private finish(frame: Frame): void {
+    const width = this.width;
+    const at = this.depth * width;
+    const stack = this.stack;
+    if (frame.kind === FIELD_VALUE) {
+      // count × weight + the items' sub-selections (already summed) + arguments; then the field's rules.
+      const field = frame.entry!.field;
+      stack[at] = sat((stack[at] ?? 0) + sat(frame.slots * field.weight));
+      if (field.arguments !== null) stack[at] = sat((stack[at] ?? 0) + this.input.arguments.price(frame.entry!.node, field.arguments));
+      for (const rule of field.rules) {
+        const i = at + 1 + rule.bucket;
+        stack[i] = sat((stack[i] ?? 0) + (rule.cost ?? stack[at] ?? 0));
+      }
+    }
+    if (frame.ambiguous) this.ambiguity--;
+    if (frame.memoize) {
+      const value = frame.value!;
+      const memo = (this.memo ??= new Map());
+      let list = memo.get(value);
+      if (list === undefined) memo.set(value, (list = []));
+      list.push({ group: frame.group!, type: frame.type!, at: this.save(at) });
+    }
+    this.depth--;
+    if (this.depth >= 0) this.resume();
+  }
+
+  /** The frame above the current one is done: its result is in the next slot. */
+  private resume(): void {
+    const frame = this.frames[this.depth]!;
+    const width = this.width;
+    const at = this.depth * width;
+    const child = at + width;
+    const stack = this.stack;
+    if (frame.kind === ABSTRACT_VALUE) {
+      for (let i = 0; i < width; i++) {
+        const value = stack[child + i] ?? 0;
+        if (value > (stack[at + i] ?? 0)) stack[at + i] = value;
+      }
+    } else {
+      for (let i = 0; i < width; i++) {
+        const value = stack[child + i] ?? 0;
+        if (value !== 0) stack[at + i] = sat((stack[at + i] ?? 0) + value);
+      }
+    }
+  }
+
+  /**
+   * The possible types `value` can be: the one its `__typename` names; else
+   * those whose selections give exactly its keys (graphql-js writes every
+   * key it collects, null or not); else all of them.
+   */
+  private candidatesOf(group: Group, type: CompositeCost, value: Record<string, unknown>): readonly CompositeCost[] {
+    const possibleTypes = type.possibleTypes!;
+    for (const possible of possibleTypes) {
+      const key = this.plan(group, possible).typename;
+      if (key === null) continue;
+      const name = value[key];
+      if (typeof name !== 'string') continue;
+      const named = possibleTypes.find((p) => p.name === name);
+      if (named !== undefined) return [named];
+    }
+    const keys = Object.keys(value);
+    const signature = `${type.name}\u0000${keys.join('\u0000')}`;
+    let candidates = group.candidates.get(signature);
+    if (candidates === undefined) {
+      const fitting = possibleTypes.filter((possible) => {
+        const planned = this.plan(group, possible).keys;
+        return planned.size === keys.length && keys.every((k) => planned.has(k));
+      });
+      candidates = fitting.length > 0 ? fitting : possibleTypes;
+      group.candidates.set(signature, candidates);
+    }
+    return candidates;
+  }
+
+  /** CollectFields for `group` on the object type `type`, once. */
+  private plan(group: Group, type: CompositeCost): Plan {
+    const known = group.plans.get(type);
+    if (known !== undefined) return known;
+    const fields = type.fields ?? new Map<string, FieldCost>();
+    const byKey = new Map<string, FieldNode[]>();
+    const visited = new Set<string>();
+    const lists: (readonly SelectionNode[])[] = [];
+    const cursors: number[] = [];
+    for (let s = group.selectionSets.length - 1; s >= 0; s--) {
+      lists.push(group.selectionSets[s]!.selections);
+      cursors.push(0);
+    }
+    const variables = this.input.variables;
+    while (lists.length > 0) {
+      const top = lists.length - 1;
+      const list = lists[top]!;
+      const cursor = cursors[top]!;
+      if (cursor >= list.length) {
+        lists.pop();
+        cursors.pop();
+        continue;
+      }
+      cursors[top] = cursor + 1;
+      const selection = list[cursor]!;
+      if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
+      if (selection.kind === FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        const nodes = byKey.get(key);
+        if (nodes === undefined) byKey.set(key, [selection]);
+        else nodes.push(selection);
+      } else if (selection.kind === INLINE_FRAGMENT) {
+        if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
+          lists.push(selection.selectionSet.selections);
+          cursors.push(0);
+        }
+      } else if (selection.kind === FRAGMENT_SPREAD) {
+        const name = selection.name.value;
+        if (visited.has(name)) continue;
+        visited.add(name);
+        const fragment = this.input.fragments.get(name);
+        if (fragment !== undefined && applies(fragment.typeCondition.name.value, type)) {
+          lists.push(fragment.selectionSet.selections);
+          cursors.push(0);
+        }
+      }
+    }
+    const entries: PlanEntry[] = [];
+    let typename: string | null = null;
+    for (const [key, nodes] of byKey) {
+      const node = nodes[0]!;
+      const name = node.name.value;
+      const field = fields.get(name) ?? this.input.costs.metaFields.get(name);
+      if (field === undefined) continue;
+      if (name === '__typename') typename ??= key;
+      let child: Group | null = null;
+      if (field.target !== null) {
+        const selectionSets: SelectionSetNode[] = [];
+        for (const n of nodes) if (n.selectionSet !== undefined) selectionSets.push(n.selectionSet);
+        if (selectionSets.length > 0) child = this.group(selectionSets);
+      }
+      entries.push({ key, field, node, child });
+    }
+    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename };
+    group.plans.set(type, plan);
+    return plan;
+  }
+
+  /** One group per distinct list of selection sets, so that equal merges share their plans and memo entries. */
+  private group(selectionSets: readonly SelectionSetNode[]): Group {
+    let key = '';
+    for (const selectionSet of selectionSets) {
+      let id = this.selectionSetIds.get(selectionSet);
+      if (id === undefined) this.selectionSetIds.set(selectionSet, (id = this.selectionSetIds.size));
+      key += `${id},`;
+    }
+    let group = this.groups.get(key);
+    if (group === undefined) {
+      group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map() };
+      this.groups.set(key, group);
+    }
+    return group;
+  }
+
+  private save(at: number): number {
+    const width = this.width;
+    let saved = this.saved;
+    if (saved === null || this.savedLength + width > saved.length) {
+      const grown = new Float64Array(Math.max(width * 64, 2 * (saved?.length ?? 0)));
+      if (saved !== null) grown.set(saved);
+      this.saved = saved = grown;
+    }
+    const where = this.savedLength;
+    for (let i = 0; i < width; i++) saved[where + i] = this.stack[at + i] ?? 0;
+    this.savedLength += width;
+    return where;
+  }
+
+  private grow(needed: number): void {
+    const grown = new Float64Array(Math.max(needed, 2 * this.stack.length));
+    grown.set(this.stack);
+    this.stack = grown;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,116 @@
+// `CostModel.actualCostOf`: the same formula over the response, each list's
+// size replaced by the number of items it holds. The arithmetic is next to
+// each number.
+import { describe, expect, it } from 'vitest';
+import { costSchema, pricer } from './support/graphql.js';
+
+const { costOf, actualCostOf } = pricer(
+  costSchema(`
+    type Query @tokenBucket(name: "api") {
+      items(first: Int): [Item]
+      item: Item
+      search(first: Int): [Item] @tokenBucket(name: "search", cost: 2)
+      nodes(first: Int): [Node]
+      matrix(first: Int): [[Cell]]
+      tags(first: Int): [String] @cost(weight: "1")
+      conn(first: Int): Conn @listSize(slicingArguments: ["first"], sizedFields: ["edges"])
+    }
+    type Mutation @tokenBucket(name: "api") { touch(first: Int): [Item] }
+    type Item {
+      id: ID
+      price: Int @tokenBucket(name: "price", cost: 1)
+      child: Item
+      tagged(tag: String @cost(weight: "1")): Int
+    }
+    interface Node { id: ID score: Int }
+    type Doc implements Node { id: ID score: Int @cost(weight: "5") body: Body }
+    type Image implements Node { id: ID score: Int }
+    type Body { text: String }
+    type Cell { v: Int }
+    type Conn { edges: [Edge] }
+    type Edge { cursor: String }
+  `),
+);
+
+const items = (n: number, item: Record<string, unknown> = { id: '1' }) => Array.from({ length: n }, () => ({ ...item }));
+
+describe('actualCostOf', () => {
+  it('replaces each list’s size by the number of items returned', () => {
+    expect(costOf('{ items(first: 100) { id } }')).toEqual({ api: 100 });
+    expect(actualCostOf('{ items(first: 100) { id } }', { items: items(3) })).toEqual({ api: 3 }); // 3 × (1 + 0)
+    // items 2 × (1 + child 1 × (1 + 0))
+    expect(actualCostOf('{ items(first: 100) { child { id } } }', { items: items(2, { child: { id: '2' } }) })).toEqual({ api: 4 });
+  });
+
+  it('charges nothing below a null list or object', () => {
+    expect(actualCostOf('{ items(first: 100) { child { id } } }', { items: null })).toEqual({ api: 0 });
+    // item 1 × (1 + nothing below)
+    expect(actualCostOf('{ item { child { child { id } } } }', { item: null })).toEqual({ api: 1 });
+    // items 2 × 1, each child 1 (a null one's resolver ran: its own weight, nothing below)
+    expect(actualCostOf('{ items(first: 9) { child { child { id } } } }', { items: [{ child: null }, { child: { child: null } }] })).toEqual({
+      api: 5, // 2 + 1 + (1 + its null child 1)
+    });
+  });
+
+  it('charges a fixed cost once per time its field appears in the response', () => {
+    expect(costOf('{ items(first: 10) { price } }')).toEqual({ api: 10, price: 10 });
+    expect(actualCostOf('{ items(first: 10) { price } }', { items: items(3, { price: 1 }) })).toEqual({ api: 3, price: 3 });
+    // A null value still appears: its resolver ran.
+    expect(actualCostOf('{ items(first: 10) { price } }', { items: items(2, { price: null }) })).toEqual({ api: 2, price: 2 });
+    // search appears once, whatever it returns.
+    expect(actualCostOf('{ search(first: 5) { id } }', { search: [] })).toEqual({ api: 0, search: 2 });
+  });
+
+  it('counts every level of a list of lists by what it holds', () => {
+    // 2 + 1 cells, an inner null list holding nothing
+    expect(actualCostOf('{ matrix(first: 5) { v } }', { matrix: [[{ v: 1 }, { v: 2 }], [{ v: 3 }], null] })).toEqual({ api: 3 });
+  });
+
+  it('multiplies a list of weighted scalars by what it holds', () => {
+    expect(actualCostOf('{ tags(first: 1000) }', { tags: ['a', 'b', 'c'] })).toEqual({ api: 3 }); // 3 × 1
+  });
+
+  it('charges arguments once per time their field appears', () => {
+    // items 3 × (1 + tagged (0 + tag 1))
+    expect(actualCostOf('{ items(first: 10) { tagged(tag: "x") } }', { items: items(3, { tagged: 1 }) })).toEqual({ api: 6 });
+  });
+
+  it('sizes sized fields by what they hold', () => {
+    expect(actualCostOf('{ conn(first: 50) { edges { cursor } } }', { conn: { edges: items(2, { cursor: 'c' }) } })).toEqual({
+      api: 3, // conn 1 + edges 2 × (1 + 0)
+    });
+  });
+
+  it('prices an object of an abstract type as the type __typename names', () => {
+    const query = '{ nodes(first: 10) { __typename ... on Doc { body { text } } } }';
+    const data = { nodes: [{ __typename: 'Doc', body: { text: 't' } }, { __typename: 'Image' }] };
+    expect(actualCostOf(query, data)).toEqual({ api: 3 }); // Doc 1 + body 1, Image 1
+  });
+
+  it('tells the type by the keys graphql-js wrote, without __typename', () => {
+    const query = '{ nodes(first: 10) { id ... on Doc { body { text } } } }';
+    expect(actualCostOf(query, { nodes: [{ id: '1', body: { text: 't' } }, { id: '2' }] })).toEqual({ api: 3 });
+  });
+
+  it('charges the most expensive type an object could be when nothing tells them apart', () => {
+    // { score } from a Doc costs 1 + 5, from an Image 1 + 0: nothing in the object says which.
+    expect(actualCostOf('{ nodes(first: 10) { score } }', { nodes: [{ score: 1 }, { score: 2 }] })).toEqual({ api: 12 });
+    expect(actualCostOf('{ nodes(first: 10) { __typename score } }', { nodes: [{ __typename: 'Image', score: 1 }] })).toEqual({ api: 1 });
+  });
+
+  it("charges a field selected twice under one response key once, as it ran once", () => {
+    const query = '{ items(first: 5) { id } items(first: 5) { price } }';
+    expect(costOf(query)).toEqual({ api: 10, price: 5 }); // each selection: 5 × 1
+    expect(actualCostOf(query, { items: items(3, { id: '1', price: 1 }) })).toEqual({ api: 3, price: 3 });
+  });
+
+  it("includes a mutation's base cost", () => {
+    expect(actualCostOf('mutation { touch(first: 5) { id } }', { touch: [] })).toEqual({ api: 10 });
+  });
+
+  it('never exceeds the estimate, bucket by bucket, and keeps its buckets', () => {
+    // Resolvers that return more than asked for are not charged more than was taken.
+    expect(actualCostOf('{ items(first: 2) { price } }', { items: items(5, { price: 1 }) })).toEqual({ api: 2, price: 2 });
+    expect(actualCostOf('{ search(first: 5) { price } }', null)).toEqual({ api: 0, search: 0, price: 0 });
+  });
+});
