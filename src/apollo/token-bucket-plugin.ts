@@ -10,6 +10,7 @@ import type { BucketCheck, DryRun } from '../core/dry-run.js';
 import { Limiter } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
+import { refundUnused } from '../core/refunds.js';
 import { subscriptionAnnotations, subscriptionsLimited } from '../core/subscriptions.js';
 import type { TokenBucketPluginOptions } from './options.js';
 
@@ -29,7 +30,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   options: TokenBucketPluginOptions<TContext>,
 ): ApolloServerPlugin<TContext> {
   const limiter = new Limiter<GraphQLRequestContext<TContext>>(options, 'tokenBucketPlugin');
-  const { reportCost, costHeader, rateLimitHeaders } = limiter.settings;
+  const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by the response head, which the operations of an HTTP batch share.
   const fieldsByResponse = new RateLimitFieldsByResponse();
 
@@ -46,6 +47,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
     },
 
     async requestDidStart(): Promise<GraphQLRequestListener<TContext>> {
+      let input: OperationInput<GraphQLRequestContext<TContext>> | undefined;
       let decision: Decision | undefined;
       let mode: CostHeaderMode | undefined;
       /** The answer to `GraphQL-Cost: validate`, sent instead of running the operation. */
@@ -62,7 +64,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             mode = asked;
           }
           if (!operation) return;
-          const input: OperationInput<GraphQLRequestContext<TContext>> = {
+          input = {
             schema,
             document,
             operation,
@@ -114,11 +116,16 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             const seconds = Number.isFinite(existing) ? Math.max(existing, retryAfterSeconds) : retryAfterSeconds;
             http.headers.set('retry-after', String(seconds));
           }
-          if (decision?.kind === 'allowed') {
-            if (rateLimitHeaders) fieldsByResponse.for(http).addDecision(decision);
-            const report = reportCost || mode === 'report' ? limiter.report(decision) : undefined;
+          if (decision?.kind === 'allowed' && input !== undefined) {
+            const body = requestContext.response.body;
+            // An incremental delivery or a subscription keeps its estimate.
+            const refunded =
+              refundUnusedCost && body?.kind === 'single' && input.operation.operation !== 'subscription'
+                ? await refundUnused(limiter, input, decision, body.singleResult.data)
+                : undefined;
+            if (rateLimitHeaders) fieldsByResponse.for(http).addDecision(decision, refunded);
+            const report = reportCost || mode === 'report' ? limiter.report(decision, refunded) : undefined;
             if (report) {
-              const body = requestContext.response.body;
               if (body?.kind === 'single') {
                 body.singleResult.extensions = { ...body.singleResult.extensions, rateLimit: report };
               } else if (body?.kind === 'incremental') {

@@ -1,4 +1,7 @@
-import type { BucketStore } from '../stores/bucket-store.js';
+import type { AcquireRequest, BucketStore } from '../stores/bucket-store.js';
+import { describeError } from './errors.js';
+import type { Decision, Limiter, OperationInput } from './limiter.js';
+import { withTimeout } from './timeout.js';
 
 /** Default of `refundUnusedCost`: an operation pays its estimate. */
 export const DEFAULT_REFUND_UNUSED_COST = false;
@@ -11,10 +14,80 @@ export interface Refunded {
   readonly remaining: readonly number[];
 }
 
+type Admitted = Extract<Decision, { kind: 'allowed' }>;
+
+/** A store's ways of giving tokens back: `refundAll` takes several (bucket, key, tokens) in one call. */
+interface Refunding {
+  refundAll?(requests: readonly AcquireRequest[]): Promise<unknown>;
+  refund?(bucket: AcquireRequest['bucket'], key: AcquireRequest['key'], tokens: number): Promise<unknown>;
+}
+
 /** `refundUnusedCost` with a store that cannot give tokens back is a programming error. */
 export function assertCanRefund(store: BucketStore, owner: string): void {
-  const refunds = store as Partial<Record<'refund' | 'refundAll', unknown>>;
-  if (typeof refunds.refundAll !== 'function' && typeof refunds.refund !== 'function') {
+  const refunding = store as BucketStore & Refunding;
+  if (typeof refunding.refundAll !== 'function' && typeof refunding.refund !== 'function') {
     throw new TypeError(`${owner} option "refundUnusedCost" needs a store with refundAll or refund (RedisStore and MemoryStore have both)`);
   }
+}
+
+/**
+ * Prices the response an admitted operation is about to send (`data`: lists
+ * by the items they hold, nothing below a null) and gives each bucket back
+ * what the estimate charged beyond it, in one store call, before the response
+ * leaves. Never throws: a failed pricing or refund is logged and the
+ * operation keeps its estimate.
+ */
+export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: OperationInput<TContext>, decision: Admitted, data: unknown): Promise<Refunded> {
+  const { charges } = decision;
+  const estimate = new Map(charges.map(({ bucket, cost }) => [bucket.name, cost]));
+  let priced: ReadonlyMap<string, number>;
+  try {
+    priced = limiter.modelFor(input.schema, input.logger).actualCostOf(input.document, input.operation, input.variables, data, estimate);
+  } catch (error) {
+    input.logger.error(`graphql-token-bucket: could not price the response, the operation keeps its estimated cost: ${describeError(error)}`);
+    return { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
+  }
+
+  // Never more back than was taken: an actual cost is clamped to [0, estimate].
+  const actualCosts = charges.map(({ bucket, cost }) => {
+    const actual = priced.get(bucket.name);
+    return actual !== undefined && actual >= 0 ? Math.min(Math.ceil(actual), cost) : cost;
+  });
+  const refunds: AcquireRequest[] = [];
+  const indexes: number[] = [];
+  charges.forEach(({ bucket, key, cost }, i) => {
+    const tokens = cost - actualCosts[i]!;
+    if (tokens > 0) {
+      refunds.push({ bucket, key, cost: tokens });
+      indexes.push(i);
+    }
+  });
+  if (refunds.length === 0) return { actualCosts, remaining: decision.remaining };
+
+  const { store, storeTimeoutMs } = limiter.settings;
+  try {
+    await withTimeout(
+      Promise.resolve().then(() => refundAll(store, refunds)),
+      storeTimeoutMs,
+    );
+  } catch (error) {
+    input.logger.warn(`graphql-token-bucket: refund failed, the operation keeps its estimated cost: ${describeError(error)}`);
+    return { actualCosts, remaining: decision.remaining };
+  }
+  // What each bucket held after the acquire plus what came back: other
+  // operations of the same identity may have spent some meanwhile.
+  const remaining = [...decision.remaining];
+  indexes.forEach((i, r) => {
+    remaining[i] = Math.min(charges[i]!.bucket.capacity, (remaining[i] ?? 0) + refunds[r]!.cost);
+  });
+  return { actualCosts, remaining };
+}
+
+/** One store call when the store has `refundAll`, else one `refund` per bucket. */
+async function refundAll(store: BucketStore & Refunding, refunds: readonly AcquireRequest[]): Promise<void> {
+  if (store.refundAll) {
+    await store.refundAll(refunds);
+    return;
+  }
+  await Promise.all(refunds.map(({ bucket, key, cost }) => store.refund!(bucket, key, cost)));
 }

@@ -12,6 +12,7 @@ import { Limiter } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
+import { refundUnused } from '../core/refunds.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
 import type { UseTokenBucketOptions } from './options.js';
 
@@ -63,7 +64,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     throw new TypeError(`${owner} option "logger" must have warn and error methods`);
   }
   let logger: Logger = options.logger ?? console;
-  const { reportCost, costHeader, rateLimitHeaders } = limiter.settings;
+  const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by Yoga's Request, which the operations of an HTTP batch share.
   const fieldsByRequest = new RateLimitFieldsByResponse();
   let loaded = false;
@@ -146,25 +147,29 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
         setResultAndStopExecution(admission.answer);
         return;
       }
-      const { decision, mode } = admission;
+      const { input, decision, mode } = admission;
       if (decision.kind !== 'allowed') return;
       const request = rateLimitHeaders ? requestOf(args.contextValue) : undefined;
-      const report = reportCost || mode === 'report' ? limiter.report(decision) : undefined;
-      if (report === undefined && request === undefined) return;
+      const reported = reportCost || mode === 'report';
+      if (!reported && request === undefined && !refundUnusedCost) return;
       return {
-        onExecuteDone({ result, setResult }) {
-          if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
-          if (report === undefined) return;
+        async onExecuteDone({ result, setResult }) {
           if (!isAsyncIterable(result)) {
-            setResult(withRateLimitReport(result, report));
+            const refunded = refundUnusedCost ? await refundUnused(limiter, input, decision, result.data) : undefined;
+            if (request !== undefined) fieldsByRequest.for(request).addDecision(decision, refunded);
+            const report = reported ? limiter.report(decision, refunded) : undefined;
+            if (report !== undefined) setResult(withRateLimitReport(result, report));
             return;
           }
-          // Incremental delivery: the first payload carries the report.
-          let reported = false;
+          // Incremental delivery keeps its estimate; the first payload carries the report.
+          if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
+          const report = reported ? limiter.report(decision) : undefined;
+          if (report === undefined) return;
+          let sent = false;
           return {
             onNext({ result: payload, setResult: setPayload }) {
-              if (reported) return;
-              reported = true;
+              if (sent) return;
+              sent = true;
               setPayload(withRateLimitReport(payload, report));
             },
           };
