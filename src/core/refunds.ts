@@ -18,7 +18,7 @@ type Admitted = Extract<Decision, { kind: 'allowed' }>;
 
 /** A store's ways of giving tokens back: `refundAll` takes several (bucket, key, tokens) in one call. */
 interface Refunding {
-  refundAll?(requests: readonly AcquireRequest[]): Promise<unknown>;
+  refundAll?(requests: readonly AcquireRequest[]): Promise<void | number[]>;
   refund?(bucket: AcquireRequest['bucket'], key: AcquireRequest['key'], tokens: number): Promise<unknown>;
 }
 
@@ -65,8 +65,9 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
   if (refunds.length === 0) return { actualCosts, remaining: decision.remaining };
 
   const { store, storeTimeoutMs } = limiter.settings;
+  let after: number[] | undefined;
   try {
-    await withTimeout(
+    after = await withTimeout(
       Promise.resolve().then(() => refundAll(store, refunds)),
       storeTimeoutMs,
     );
@@ -74,20 +75,25 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
     input.logger.warn(`graphql-token-bucket: refund failed, the operation keeps its estimated cost: ${describeError(error)}`);
     return { actualCosts, remaining: decision.remaining };
   }
-  // What each bucket held after the acquire plus what came back: other
-  // operations of the same identity may have spent some meanwhile.
   const remaining = [...decision.remaining];
   indexes.forEach((i, r) => {
-    remaining[i] = Math.min(charges[i]!.bucket.capacity, (remaining[i] ?? 0) + refunds[r]!.cost);
+    // The store says what the bucket holds now; a store that does not, what it
+    // held after the acquire plus what came back.
+    remaining[i] = after?.[r] ?? Math.min(charges[i]!.bucket.capacity, (remaining[i] ?? 0) + refunds[r]!.cost);
   });
   return { actualCosts, remaining };
 }
 
-/** One store call when the store has `refundAll`, else one `refund` per bucket. */
-async function refundAll(store: BucketStore & Refunding, refunds: readonly AcquireRequest[]): Promise<void> {
+/**
+ * One store call when the store has `refundAll`, else one `refund` per
+ * bucket. Resolves to the whole tokens each bucket holds after it, when the
+ * store says.
+ */
+async function refundAll(store: BucketStore & Refunding, refunds: readonly AcquireRequest[]): Promise<number[] | undefined> {
   if (store.refundAll) {
-    await store.refundAll(refunds);
-    return;
+    const after = await store.refundAll(refunds);
+    return Array.isArray(after) && after.length === refunds.length ? (after as number[]) : undefined;
   }
   await Promise.all(refunds.map(({ bucket, key, cost }) => store.refund!(bucket, key, cost)));
+  return undefined;
 }
