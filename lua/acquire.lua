@@ -1,155 +1,493 @@
 --[[
-Token bucket acquire, all or nothing.
+Token buckets: take every request's tokens or none (or only check).
 
-A bucket's whole state is one number: the time (Redis TIME, microseconds)
-at which it will be full again. A missing key is a full bucket. With
-interval = period / tokens (microseconds per token):
+A bucket's whole state is the time at which it is full again (Redis TIME,
+microseconds), the value of its key: a whole number `A`, or `A+num/den`
+for A + num/den µs. A missing key is a full bucket; a key expires when its
+bucket is full again: PXAT is A without its last three digits, and Redis
+keeps a key through its expiry millisecond.
 
-  tokens now    = capacity - (fullAt - now) / interval
-  take cost     : fullAt' = max(fullAt, now) + cost * interval
-  allowed when  : fullAt' - now <= capacity * interval
+The arithmetic is exact. For a rate of T tokens per P µs (the fraction
+reduced by the caller), a bucket's content is counted in level units: a
+token is P units and a microsecond of refill T units, so
 
-The key expires at fullAt', when the bucket would be full again.
+  level now   = capacity * P - (fullAt - now) * T
+  take cost   : level -= cost * P          (admitted while level >= 0)
+  remaining   = floor(level / P)
+  wait        = ceil(ceil(-level / T) / 1000) ms
 
-KEYS[i]                 the bucket's Redis key of request i
-ARGV[4i-3]  capacity    tokens, non-negative integer
-ARGV[4i-2]  tokens      tokens refilled per period, integer >= 1
-ARGV[4i-1]  period      microseconds, integer >= 1
-ARGV[4i]    cost        tokens to take, non-negative integer
-ARGV[4n+1]  'check'     optional: decide, but write nothing
+Below 2^53 every one of these is an exact double. A request whose
+capacity * P reaches 2^53 (a huge capacity at an odd rate) brings its
+capacity and cost as times instead, whole µs plus units of 1/T µs,
+computed exactly by the caller, and the script adds and compares those.
 
-Returns {1, remaining_1, ..., remaining_n} when every request took its
-tokens (whole tokens left in its bucket), else {0, wait_1, ..., wait_n}
-where nothing was taken and wait_i is -2 when request i was not short,
--1 when it never can be (the call asks more of its bucket than the
-capacity), else the milliseconds until its bucket holds enough for this
-request and the ones before it in the call.
+KEYS[i]                  the bucket's key of request i
+
+The common case, every request enforced, no key twice and no huge bucket,
+takes no mode argument (each argument costs Redis a string and a table slot):
+ARGV[3i-2..3i]           when every token is a whole number of µs (T = 1), per
+                         request: capacity (tokens), period (µs per token), cost
+ARGV[4i-3..4i]           else, per request: capacity, T, P, cost as below
+Every other call:
+ARGV[1]      mode        'check': decide, write nothing; else e: requests 1..e are
+                         enforced and e+1..n measured (taken only if all would be)
+ARGV[4i-2]   capacity    tokens, integer >= 0
+ARGV[4i-1]   T           tokens per period, reduced, integer >= 1
+ARGV[4i]     P           period in µs, reduced, integer >= 1
+ARGV[4i+1]   cost        tokens, integer >= 0
+ARGV[4n+2..]             for each request with capacity * P >= 2^53, in order:
+                         capacity and cost as times: qF rF qC rC (µs, 1/T µs)
+
+Replies (rem: whole tokens, a string when within 64 of 2^53; X: the key's full-at time after the call, a
+number or an `A+num/den` string, 0 where nothing is stored; w: -2 not short,
+-1 never (more than the capacity), else ms until it would fit):
+  {1, rem after_1..n, X_1..n}             every request taken
+  {2, rem after_1..n, X_1..n, w_1..n}     enforced taken; measured not (w for them)
+  {0, rem now_1..n, w_1..n}               nothing taken (an enforced request was short)
+  {1 or 0, rem now_1..n, w_1..n}          'check'
+Every request counts what the requests before it in the call asked of the
+same key. A stored value that is a number beyond a full refill from now (or
+NaN) reads as an empty bucket and is rewritten as one; any other foreign
+value is an error naming the key.
 --]]
 
-local MAX_SAFE = 9007199254740991
--- Refill time below half a microsecond is float noise, not tokens; at rates
--- faster than 2 tokens per microsecond, below a thousandth of a token.
-local SLACK_US = 0.5
-
-local tonumber, floor, ceil, format = tonumber, math.floor, math.ceil, string.format
-
+local EXACT = 9007199254740992 -- 2^53
+-- ioredis reads integer replies within 64 of 2^53 wrongly (number * 10 + digit
+-- overflows first): whole tokens that large are sent as strings.
+local WIDE = 9007199254740928
 local n = #KEYS
 local argc = #ARGV
-local write = true
-if argc == 4 * n + 1 and ARGV[argc] == 'check' then
-  write = false
-elseif argc ~= 4 * n then
-  return redis.error_reply('ERR token bucket: expected 4 arguments per key, got ' .. argc .. ' for ' .. n .. ' keys')
-end
+local clock = redis.call('TIME')
+local now = clock[1] * 1000000 + clock[2]
 
--- Only reached when a request is malformed: names the first bad argument.
-local function bad_request(i)
-  local names = {'capacity', 'tokens per period', 'period', 'cost'}
-  local mins = {0, 1, 1, 0}
-  for j = 1, 4 do
-    local value = ARGV[4 * i - 4 + j]
-    local x = tonumber(value)
-    if not (x and x >= mins[j] and x <= MAX_SAFE and x % 1 == 0) then
-      return redis.error_reply('ERR token bucket request ' .. i .. ': ' .. names[j]
-        .. ' must be an integer >= ' .. mins[j] .. ', got ' .. tostring(value))
+-- The common case: enforced requests on distinct keys below 2^53. Anything
+-- else (a short request, a value to repair, bad arguments) falls through to
+-- the general path below, which decides again from scratch.
+if n == 1 and (argc == 3 or argc == 4) then
+  local cap, T, P, cost
+  if argc == 3 then
+    cap, T, P, cost = ARGV[1] + 0, 1, ARGV[2] + 0, ARGV[3] + 0
+  else
+    cap, T, P, cost = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+  end
+  local F = cap * P
+  local C = cost * P
+  -- Nothing a caller sends can mint: whole numbers, none negative (else the general path names the bad one).
+  if cap >= 0 and cost >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and cost % 1 == 0 and T % 1 == 0 and P % 1 == 0 and F < EXACT then
+    local key = KEYS[1]
+    local v = redis.call('GET', key)
+    local L = F -- level now
+    local clean = true
+    if v then
+      local at = tonumber(v)
+      local r = 0
+      if not at then
+        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
+        if not a then
+          return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
+        end
+        at, num, den = tonumber(a), tonumber(num), tonumber(den)
+        if den == T then r = num else r = math.ceil(num * T / den) end
+        if r >= T then at = at + math.ceil(r / T); r = 0 end
+      elseif at % 1 ~= 0 then
+        clean = false
+      end
+      local q = at - now
+      if q >= 0 then
+        local D = q * T + r
+        if D <= F then L = F - D else clean = false end
+      elseif not (q < 0) then
+        clean = false
+      end
     end
+    if clean then
+      if cost > cap or C > L or C == 0 then
+        local whole = math.floor(L / P)
+        if whole >= WIDE then whole = string.format('%d', whole) end
+        if C == 0 then return {1, whole, 0} end
+        if cost > cap then return {0, whole, -1} end
+        local w = C - L
+        if T ~= 1 then w = math.ceil(w / T) end
+        return {0, whole, math.ceil(w / 1000)}
+      end
+      L = L - C
+      local whole = math.floor(L / P)
+      if whole >= WIDE then whole = string.format('%d', whole) end
+      local D = F - L
+      -- The key expires through the millisecond the bucket is full again in:
+      -- PXAT is the full-at µs without its last three digits.
+      local q = D
+      if T ~= 1 then q = math.floor(D / T) end
+      local at = now + q
+      local r = D - q * T
+      if r == 0 then
+        local value = string.format('%d', at)
+        redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
+        return {1, whole, at}
+      end
+      local value = string.format('%d+%d/%d', at, r, T)
+      redis.call('SET', key, value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
+      return {1, whole, value}
+    end
+    -- A value to repair: the general path below does it.
+  end
+elseif (argc == 3 * n or argc == 4 * n) and n > 1 and n <= 1000 then
+  -- Several: decide every one first (whole tokens left in `out`, the deficit
+  -- to store in place of the value read), then write.
+  local values = redis.call('MGET', unpack(KEYS))
+  local out = {1}
+  local ok = true
+  local stride = argc / n
+  for i = 1, n do
+    local cap, T, P, cost
+    if stride == 3 then
+      local b = 3 * i - 2
+      cap, T, P, cost = ARGV[b] + 0, 1, ARGV[b + 1] + 0, ARGV[b + 2] + 0
+    else
+      local b = 4 * i - 3
+      cap, T, P, cost = ARGV[b] + 0, ARGV[b + 1] + 0, ARGV[b + 2] + 0, ARGV[b + 3] + 0
+    end
+    local F = cap * P
+    if not (cap >= 0 and cost >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and cost % 1 == 0 and T % 1 == 0 and P % 1 == 0
+        and F < EXACT and cost <= cap) then
+      ok = false
+      break
+    end
+    local L = F
+    local v = values[i]
+    if v then
+      local at = tonumber(v)
+      local r = 0
+      if not at then
+        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
+        if not a then ok = false break end
+        at, num, den = tonumber(a), tonumber(num), tonumber(den)
+        if den == T then r = num else r = math.ceil(num * T / den) end
+        if r >= T then at = at + math.ceil(r / T); r = 0 end
+      elseif at % 1 ~= 0 then
+        ok = false
+        break
+      end
+      local q = at - now
+      if q >= 0 then
+        local D = q * T + r
+        if D <= F then L = F - D else ok = false break end
+      elseif not (q < 0) then
+        ok = false
+        break
+      end
+    end
+    local C = cost * P
+    if C > L then ok = false break end
+    L = L - C
+    local whole = math.floor(L / P)
+    if whole >= WIDE then whole = string.format('%d', whole) end
+    out[1 + i] = whole
+    if C == 0 then values[i] = false else values[i] = F - L end
+  end
+  if ok then
+    for i = 1, n do
+      local D = values[i]
+      local x = 0
+      if D then
+        local key = KEYS[i]
+        local T = 1
+        if stride == 4 then T = ARGV[4 * i - 2] + 0 end
+        local q = D
+        if T ~= 1 then q = math.floor(D / T) end
+        local r = D - q * T
+        x = now + q
+        if r == 0 then
+          local value = string.format('%d', x)
+          redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
+        else
+          x = string.format('%d+%d/%d', x, r, T)
+          redis.call('SET', key, x, 'PXAT', string.sub(x, 1, string.find(x, '+', 1, true) - 4))
+        end
+      end
+      out[1 + n + i] = x
+    end
+    return out
   end
 end
 
-local time = redis.call('TIME')
-local now = time[1] * 1000000 + time[2] -- microseconds
--- One request (the common case) needs no tables beyond the reply.
-local single = n == 1
-local stored -- the value of KEYS[1], or of every key (false where missing)
-if single then
-  stored = redis.call('GET', KEYS[1])
+-- Everything else: several requests, measured ones, a check, a huge
+-- bucket, a stored value to repair, or bad arguments.
+-- `shift` is where request 1's arguments start, less one: 1 after a mode
+-- argument, 0 for the common case's layouts (`three`: capacity, period, cost
+-- per request).
+local three = n > 0 and argc == 3 * n
+local shift = 1
+local check = false
+local enforced = n
+if three or (argc == 4 * n and n > 0) then
+  shift = 0
 else
-  stored = redis.call('MGET', unpack(KEYS))
+  check = ARGV[1] == 'check'
+  if not check then enforced = tonumber(ARGV[1]) end
+  if not (enforced and enforced >= 0 and enforced <= n and enforced % 1 == 0) or argc < 4 * n + 1 then
+    return redis.error_reply('ERR token bucket: expected a mode and 4 arguments per key, got ' .. argc .. ' arguments for ' .. n .. ' keys')
+  end
 end
 
-local out = {1}
-local short = nil -- i -> true when request i is short, once one is
-local state = not single and {} or nil -- key -> fullAt so far in this call, counting every request before
-local asked = not single and {} or nil -- key -> tokens asked of the bucket so far in this call
+local values
+if n == 1 then values = {redis.call('GET', KEYS[1])} else values = redis.call('MGET', unpack(KEYS)) end
+
+-- Per key, at the index j of the first request naming it, s[k+1..k+14] with k = 14(j-1):
+--   1 level (level units; huge: whole µs of refill time)   2 huge: its 1/T µs part, else false
+--   3 whole tokens now        4 tokens asked so far         5 true: the stored value needs rewriting
+--   6 X after the call        7, 8, 9, 10 level, 1/T part, whole tokens and tokens asked once the
+--   enforced requests are done   11 whole tokens after the latest request   12 T
+--   13 exact: capacity * P; huge: full refill, whole µs   14 huge: its 1/T µs part
+local floordiv -- for huge buckets only; defined on first use
+local first = {}
+local s = {}
+local ws = {}
+local out = {0}
+local tail = 4 * n + 1 + shift
+local shortE, shortM = false, false
 
 for i = 1, n do
   local key = KEYS[i]
-  local b = 4 * i
-  local capacity, tokens, period, cost = tonumber(ARGV[b - 3]), tonumber(ARGV[b - 2]), tonumber(ARGV[b - 1]), tonumber(ARGV[b])
-  -- nil, NaN, infinities and fractions all fail one of these
-  if not (capacity and tokens and period and cost
-      and capacity >= 0 and tokens >= 1 and period >= 1 and cost >= 0
-      and capacity <= MAX_SAFE and tokens <= MAX_SAFE and period <= MAX_SAFE and cost <= MAX_SAFE
-      and capacity % 1 == 0 and tokens % 1 == 0 and period % 1 == 0 and cost % 1 == 0) then
-    return bad_request(i)
+  local b = 4 * i - 3 + shift
+  local cap, T, P, cost
+  if three then
+    b = 3 * i - 2
+    cap, T, P, cost = tonumber(ARGV[b]), 1, tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+  else
+    cap, T, P, cost = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
   end
-
-  local current = state and state[key]
-  if current == nil then
-    local value = stored
-    if not single then value = stored[i] end
-    if value then
-      current = tonumber(value)
-      if current == nil then
-        return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a bucket')
-      end
-      if current < now then current = now end
-    else
-      current = now
+  if not (cap and T and P and cost and cap >= 0 and T >= 1 and P >= 1 and cost >= 0
+      and cap % 1 == 0 and T % 1 == 0 and P % 1 == 0 and cost % 1 == 0) then
+    return redis.error_reply('ERR token bucket request ' .. i .. ': capacity, tokens, period and cost must be whole numbers'
+      .. ' (>= 0, >= 1, >= 1, >= 0), got ' .. tostring(cap) .. ', ' .. tostring(T) .. ', ' .. tostring(P) .. ', ' .. tostring(cost))
+  end
+  local F = cap * P
+  local huge = not (F < EXACT)
+  local qF, rF, qC, rC
+  if huge then
+    qF, rF, qC, rC = tonumber(ARGV[tail]), tonumber(ARGV[tail + 1]), tonumber(ARGV[tail + 2]), tonumber(ARGV[tail + 3])
+    tail = tail + 4
+    if not (qF and rF and qC and rC and qF >= 0 and qC >= 0 and rF >= 0 and rC >= 0 and rF < T and rC < T
+        and qF % 1 == 0 and rF % 1 == 0 and qC % 1 == 0 and rC % 1 == 0) then
+      return redis.error_reply('ERR token bucket request ' .. i .. ': capacity * period reaches 2^53, so its capacity and cost must follow as times')
     end
   end
-  local interval = period / tokens -- microseconds per token
-  local total = cost
-  if asked then
-    total = (asked[key] or 0) + cost
-    asked[key] = total
-  end
-  local need = cost * interval
-  local after = current + need
-  if after - current < need then
-    -- Microsecond times near 2^51 keep quarter-microsecond steps: a cost
-    -- below that would round away and take nothing. Round up instead.
-    local _, e = math.frexp(current)
-    after = after + 2 ^ (e - 53)
-  end
-  if single then state = after else state[key] = after end
 
-  local deficit = after - now
-  local limit = capacity * interval
-  local slack = SLACK_US
-  if interval < 1000 * SLACK_US then slack = interval / 1000 end
-  if total > capacity then
-    out[i + 1] = -1
-    short = short or {}
-    short[i] = true
-  elseif deficit <= limit + slack then
-    out[i + 1] = floor((limit - deficit + slack) / interval)
-  else
-    out[i + 1] = ceil((deficit - limit - slack) / 1000) -- when the slack above admits it
-    short = short or {}
-    short[i] = true
+  if i == enforced + 1 then
+    -- The measured requests start: keep each key as the enforced ones left it.
+    for i2 = 1, enforced do
+      if first[KEYS[i2]] == i2 then
+        local k2 = 14 * i2 - 14
+        s[k2 + 7], s[k2 + 8], s[k2 + 9], s[k2 + 10] = s[k2 + 1], s[k2 + 2], s[k2 + 11], s[k2 + 4]
+      end
+    end
   end
+
+  local j = first[key]
+  local k
+  if j then
+    k = 14 * j - 14
+  else
+    first[key] = i
+    k = 14 * i - 14
+    -- The stored state as a deficit of q µs + r/T µs from now.
+    local v = values[i]
+    local q, r = -1, 0
+    if v then
+      local at = tonumber(v)
+      if not at then
+        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
+        if not a then
+          return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
+        end
+        at, num, den = tonumber(a), tonumber(num), tonumber(den)
+        if den == T then r = num else r = math.ceil(num * T / den) end
+        if r >= T then at = at + math.ceil(r / T); r = 0 end
+      elseif at % 1 ~= 0 then
+        at = math.ceil(at) -- part of a µs: rounded toward empty
+      end
+      q = at - now
+    end
+    if q < 0 then q, r = 0, 0 end
+    -- level = full - deficit; a deficit beyond a full refill, or NaN, reads as empty
+    local lv, lr, whole
+    local repair = false
+    if huge then
+      if q < qF or (q == qF and r <= rF) then
+        lv, lr = qF - q, rF - r
+        if lr < 0 then lv, lr = lv - 1, lr + T end
+      else
+        lv, lr, repair = 0, 0, true
+      end
+      if not floordiv then
+        -- floor((a * b + c) / d), exactly, for whole 0 <= a < 2^52, 0 <= c < b < 2^52,
+        -- 1 <= d < 2^50 and a result below 2^53 (beyond those it rounds down):
+        -- a * b = p + e and p + c = s + f exactly (Dekker's product, Fast2Sum), and
+        -- N - q * d is then exact near the answer.
+        floordiv = function(a, b, c, d)
+          local p = a * b
+          if p + c < EXACT then return math.floor((p + c) / d) end
+          if b >= 4503599627370496 or d >= 1125899906842624 then return math.floor((p + c) / d * (1 - 2 ^ -50)) end
+          local t = 134217729 * a
+          local ah = t - (t - a)
+          local al = a - ah
+          t = 134217729 * b
+          local bh = t - (t - b)
+          local bl = b - bh
+          local e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+          local sum = p + c
+          local f = c - (sum - p)
+          local q = math.floor(sum / d)
+          local qp = q * d
+          t = 134217729 * q
+          local qh = t - (t - q)
+          local ql = q - qh
+          t = 134217729 * d
+          local dh = t - (t - d)
+          local dl = d - dh
+          local qe = ((qh * dh - qp) + qh * dl + ql * dh) + ql * dl
+          local R = ((sum - qp) - qe) + (f + e)
+          return q + math.floor(R / d)
+        end
+      end
+      whole = floordiv(lv, T, lr, P)
+      if whole > cap then whole = cap end
+      s[k + 13], s[k + 14] = qF, rF
+    else
+      local D = q * T + r
+      if D <= F then lv = F - D else lv, repair = 0, true end
+      lr = false
+      whole = math.floor(lv / P)
+      s[k + 13] = F
+    end
+    if whole >= WIDE then whole = string.format('%d', whole) end
+    s[k + 1], s[k + 2], s[k + 3], s[k + 4], s[k + 5], s[k + 11], s[k + 12] = lv, lr, whole, 0, repair, whole, T
+  end
+
+  local asked = s[k + 4] + cost
+  s[k + 4] = asked
+  local w = -2
+  local rem = 0
+  if asked > cap then
+    w = -1
+  elseif huge then
+    local lv, lr = s[k + 1] - qC, s[k + 2] - rC
+    if lr < 0 then lv, lr = lv - 1, lr + T end
+    s[k + 1], s[k + 2] = lv, lr
+    if lv < 0 then
+      local wq, wr = -lv, -lr
+      if wr < 0 then wq, wr = wq - 1, wr + T end
+      if wr > 0 then wq = wq + 1 end
+      w = math.ceil(wq / 1000)
+    else
+      rem = floordiv(lv, T, lr, P)
+      if rem > cap then rem = cap end
+    end
+  else
+    local lv = s[k + 1] - cost * P
+    s[k + 1] = lv
+    if lv < 0 then
+      w = -lv
+      if T ~= 1 then w = math.ceil(w / T) end
+      w = math.ceil(w / 1000)
+    else
+      rem = math.floor(lv / P)
+    end
+  end
+  if w == -2 then
+    s[k + 11] = rem
+  elseif i <= enforced then
+    shortE = true
+  else
+    shortM = true
+  end
+  if rem >= WIDE then rem = string.format('%d', rem) end
+  out[1 + i] = rem
+  ws[i] = w
 end
 
-if short then
-  out[1] = 0
+if check or shortE then
+  if not check then
+    -- Nothing is taken; a value that was not a bucket state is rewritten as an empty bucket.
+    for j = 1, n do
+      local k = 14 * j - 14
+      if first[KEYS[j]] == j and s[k + 5] then
+        local key, T = KEYS[j], s[k + 12]
+        local q, r
+        if s[k + 2] then q, r = s[k + 13], s[k + 14] else q = math.floor(s[k + 13] / T); r = s[k + 13] - q * T end
+        if q == 0 and r == 0 then
+          redis.call('DEL', key)
+        elseif r == 0 then
+          local value = string.format('%d', now + q)
+          redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
+        else
+          local value = string.format('%d+%d/%d', now + q, r, T)
+          redis.call('SET', key, value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
+        end
+      end
+    end
+  end
+  out[1] = (check and not shortE) and 1 or 0
   for i = 1, n do
-    if not short[i] then out[i + 1] = -2 end
+    out[1 + i] = s[14 * first[KEYS[i]] - 11]
+    if i > enforced then out[1 + n + i] = -2 else out[1 + n + i] = ws[i] end
   end
   return out
 end
 
--- %.17g keeps every digit (tostring keeps 14); a whole number stays one,
--- which Redis stores in its compact integer encoding.
-local function save(key, at)
-  if at > now then redis.call('SET', key, format('%.17g', at), 'PXAT', ceil(at / 1000)) end
+-- Admitted: write each key once, as every request left it, or as the enforced
+-- ones left it when a measured one was short.
+for j = 1, n do
+  if first[KEYS[j]] == j then
+    local k = 14 * j - 14
+    local lv, lr, asked = s[k + 1], s[k + 2], s[k + 4]
+    if shortM then
+      if j > enforced then
+        lv, lr, asked = 0, (lr and 0), 0
+        if not s[k + 5] then lv = nil end
+      else
+        lv, lr, asked = s[k + 7], s[k + 8], s[k + 10]
+      end
+    end
+    local x = 0
+    if lv and (asked > 0 or s[k + 5]) then
+      local key, T = KEYS[j], s[k + 12]
+      local q, r
+      if lr then
+        q, r = s[k + 13] - lv, s[k + 14] - lr
+        if r < 0 then q, r = q - 1, r + T end
+      else
+        local D = s[k + 13] - lv
+        q = math.floor(D / T)
+        r = D - q * T
+      end
+      if q == 0 and r == 0 then
+        if s[k + 5] then redis.call('DEL', key) end
+      elseif r == 0 then
+        x = now + q
+        local value = string.format('%d', x)
+        redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
+      else
+        x = string.format('%d+%d/%d', now + q, r, T)
+        redis.call('SET', key, x, 'PXAT', string.sub(x, 1, string.find(x, '+', 1, true) - 4))
+      end
+    end
+    s[k + 6] = x
+  end
 end
 
-if write then
-  if single then
-    save(KEYS[1], state)
+out[1] = shortM and 2 or 1
+for i = 1, n do
+  local k = 14 * first[KEYS[i]] - 14
+  if shortM and i > enforced then
+    -- not taken: what its bucket holds after the enforced requests
+    if first[KEYS[i]] > enforced then out[1 + i] = s[k + 3] else out[1 + i] = s[k + 9] end
+    if type(out[1 + i]) == 'number' and out[1 + i] >= WIDE then out[1 + i] = string.format('%d', out[1 + i]) end
+    out[1 + n + i] = 0
   else
-    for key, at in pairs(state) do save(key, at) end
+    out[1 + n + i] = s[k + 6]
   end
+  if shortM then out[1 + n + n + i] = ws[i] end
 end
 return out

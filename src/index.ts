@@ -1,13 +1,16 @@
 export { Rate } from './rate.js';
-export { TokenBucket } from './token-bucket.js';
+export { TokenBucket, MAX_REFILL_YEARS } from './token-bucket.js';
 export type {
   AcquireRequest,
   Admission,
   BatchAdmission,
+  BatchCheck,
   BucketKey,
   BucketStore,
   DeniedRequest,
 } from './stores/bucket-store.js';
+export { MAX_BATCH_REQUESTS } from './stores/validate.js';
+export { DEFAULT_MAX_RECEIPTS } from './stores/receipts.js';
 export { RedisStore } from './stores/redis-store.js';
 export type { RedisStoreOptions } from './stores/redis-store.js';
 export { DEFAULT_PREFIX } from './stores/redis-keys.js';

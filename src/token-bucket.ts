@@ -2,10 +2,20 @@ import { Rate } from './rate.js';
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+/** The longest full refill a bucket may have: an empty bucket is full again within 100 years. */
+export const MAX_REFILL_YEARS = 100;
+
+/** MAX_REFILL_YEARS in microseconds, in Julian years of 365.25 days. */
+const MAX_REFILL_US = BigInt(MAX_REFILL_YEARS) * 31_557_600_000_000n;
+
 /**
  * A named bucket definition: up to `capacity` tokens, refilled at `rate`.
  * One definition serves every identity; each (bucket, key) pair has its own
  * tokens in the store.
+ *
+ * A full refill (capacity × period ÷ tokens) must take at most
+ * `MAX_REFILL_YEARS`: the stores keep a bucket as the time it is full again,
+ * and bound every stored time by it.
  */
 export class TokenBucket {
   readonly name: string;
@@ -21,6 +31,12 @@ export class TokenBucket {
     }
     if (!(rate instanceof Rate)) {
       throw new RangeError(`bucket "${name}": rate must be a Rate, e.g. Rate.perSecond(10)`);
+    }
+    if (BigInt(capacity) * BigInt(rate.periodUs) > BigInt(rate.tokens) * MAX_REFILL_US) {
+      throw new RangeError(
+        `bucket "${name}": ${capacity} tokens at ${rate.toString()} take longer than ${MAX_REFILL_YEARS} years to refill; ` +
+          'lower the capacity or refill faster',
+      );
     }
     this.name = name;
     this.capacity = capacity;

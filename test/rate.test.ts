@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Rate } from '../src/rate.js';
-import { TokenBucket } from '../src/token-bucket.js';
+import { MAX_REFILL_YEARS, TokenBucket } from '../src/token-bucket.js';
 
 describe('Rate', () => {
   it('keeps tokens and the period in whole microseconds', () => {
@@ -38,7 +38,22 @@ describe('TokenBucket', () => {
     const bucket = new TokenBucket('api.v2_search-1', 0, Rate.perSecond(1));
     expect(bucket.name).toBe('api.v2_search-1');
     expect(bucket.capacity).toBe(0);
-    expect(new TokenBucket('x'.repeat(64), Number.MAX_SAFE_INTEGER, Rate.perSecond(1)).capacity).toBe(Number.MAX_SAFE_INTEGER);
+    // 2^53 - 1 tokens at ten million a second refill in about 28.5 years
+    expect(new TokenBucket('x'.repeat(64), Number.MAX_SAFE_INTEGER, Rate.perSecond(10_000_000)).capacity).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('refuses a bucket that takes longer than 100 years to refill, with a RangeError', () => {
+    const century = 100 * 365.25 * 24 * 3600; // seconds, Julian years
+    expect(MAX_REFILL_YEARS).toBe(100);
+    expect(new TokenBucket('century', century, Rate.perSecond(1)).capacity).toBe(century);
+    expect(() => new TokenBucket('century', century + 1, Rate.perSecond(1))).toThrow(RangeError);
+    expect(() => new TokenBucket('century', century + 1, Rate.perSecond(1))).toThrow(/longer than 100 years/);
+    // one token every 1e9 ms (11.6 days) for a billion tokens: 31.7 million years
+    expect(() => new TokenBucket('slow', 1e9, new Rate(1, 1e9))).toThrow(RangeError);
+    expect(() => new TokenBucket('huge', Number.MAX_SAFE_INTEGER, Rate.perSecond(1))).toThrow(RangeError);
+    // the bound is exact, whatever the magnitudes
+    expect(new TokenBucket('edge', 3155, new Rate(1, 1_000_000_000)).capacity).toBe(3155);
+    expect(() => new TokenBucket('edge', 3156, new Rate(1, 1_000_000_000))).toThrow(RangeError);
   });
 
   it('rejects bad names, capacities and rates with a RangeError', () => {

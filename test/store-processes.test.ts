@@ -161,4 +161,40 @@ describe(`${PROCESSES} processes × ${ATTEMPTS} concurrent acquires`, () => {
     // 200 of the small one's tokens go: a give-back never costs an admission here.
     expect(admitted).toBe(200);
   }, 30_000);
+
+  // Refunds race with other processes' acquires: whatever the interleaving,
+  // no token is minted or lost. This process takes 5 and gives them back,
+  // again and again, while the others spend the bucket down.
+  describe.each(['Redis', 'Redis Cluster'] as const)('on %s, refunds among acquires', (kind) => {
+    it('mint and lose nothing: what the others admitted plus what is left is the capacity', async () => {
+      const { client, args } = connect(kind);
+      const prefix = uniquePrefix(`processes refunds ${kind}`);
+      const store = new RedisStore(client, { prefix });
+      const bucket = new TokenBucket('api', 300, Rate.perHour(1));
+      let ours = 0;
+      let stop = false;
+      const refunding = (async () => {
+        while (!stop) {
+          const taken = await store.acquire(bucket, 'shared', 5);
+          if (!taken.allowed) {
+            await new Promise((resolve) => setImmediate(resolve));
+            continue;
+          }
+          ours++;
+          await store.refund(bucket, 'shared', 5);
+        }
+      })();
+      let results: HammerResult[];
+      try {
+        results = await hammer(args, prefix, ['api/300/shared/1']);
+      } finally {
+        stop = true;
+        await refunding;
+      }
+      const { admitted } = sum(results);
+      expect(ours).toBeGreaterThan(0);
+      expect(admitted).toBeLessThanOrEqual(300);
+      expect(admitted + (await holds(store, bucket, 'shared'))).toBe(300);
+    }, 30_000);
+  });
 });

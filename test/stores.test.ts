@@ -167,6 +167,7 @@ describe.each(subjects)('%s', (_name, makeSubject) => {
       allowed: false,
       retryAfterMs: expect.any(Number) as number,
       denied: [{ index: 1, retryAfterMs: expect.any(Number) as number }],
+      remaining: [5, 1], // what each bucket holds now: nothing was taken
     });
     if (denied.allowed) return;
     // an hour per token: the one missing token is about an hour away
@@ -187,6 +188,7 @@ describe.each(subjects)('%s', (_name, makeSubject) => {
       allowed: false,
       retryAfterMs: null,
       denied: [{ index: 1, retryAfterMs: null }],
+      remaining: [5, 2],
     });
   });
 
@@ -257,12 +259,35 @@ describe.each(subjects.slice(1))('%s in Redis', (_name, makeSubject) => {
     expect(new Set(keys.map((k) => k.slice(0, k.indexOf('}') + 1))).size).toBe(1);
   });
 
-  it('validates its inputs inside the script too', async () => {
+  it('validates its inputs inside the script too: nothing a caller sends mints a token', async () => {
     const key = `${store.prefix}{lua}check`;
-    await expect(redis.eval(store['acquireLua'].source, 1, key, 10, 1, 1000, -5)).rejects.toThrow(/cost must be an integer >= 0/);
-    await expect(redis.eval(store['acquireLua'].source, 1, key, 10, 1, 1000, 1.5)).rejects.toThrow(/cost/);
-    await expect(redis.eval(store['acquireLua'].source, 1, key, 10, 0, 1000, 1)).rejects.toThrow(/tokens per period/);
+    const source = store['acquireLua'].source;
+    const refund = store['refundLua'].source;
+    await expect(redis.eval(source, 1, key, '1', 10, 1, 1000, -5)).rejects.toThrow(/must be whole numbers .* got 10, 1, 1000, -5/);
+    await expect(redis.eval(source, 1, key, '1', 10, 1, 1000, 1.5)).rejects.toThrow(/must be whole numbers/);
+    await expect(redis.eval(source, 1, key, '1', 10, 0, 1000, 1)).rejects.toThrow(/must be whole numbers/);
+    await expect(redis.eval(source, 1, key, '1', 10, 1, -1000, 1)).rejects.toThrow(/must be whole numbers/);
+    await expect(redis.eval(source, 1, key, '1', 10, 1, 1000, 'nan')).rejects.toThrow(/must be whole numbers/);
+    await expect(redis.eval(source, 1, key, '2', 10, 1, 1000, 1)).rejects.toThrow(/expected a mode and 4 arguments per key/);
+    await expect(redis.eval(source, 1, key, '1', 10)).rejects.toThrow(/expected a mode and 4 arguments per key/);
+    await expect(redis.eval(source, 1, key, 10, 1, 1000, -5)).rejects.toThrow(/must be whole numbers .* got 10, 1, 1000, -5/);
+    await expect(redis.eval(source, 1, key, 10, 1000, -5)).rejects.toThrow(/must be whole numbers .* got 10, 1, 1000, -5/);
+    await expect(redis.eval(refund, 1, key, 10, 1, 1000, -5, '0')).rejects.toThrow(/must be whole numbers/);
+    await expect(redis.eval(refund, 1, key, 10, 1, 1000, 5, 'soon')).rejects.toThrow(/the time after the take must be/);
     expect(await redis.exists(key)).toBe(0);
+    // A bucket of 10 spent down to 2, then a negative cost: still 2.
+    const bucket = new TokenBucket('lua', 10, Rate.perHour(1));
+    await store.acquire(bucket, 'mint', 8);
+    const mint = store.keyFor(bucket, 'mint');
+    const before = await redis.get(mint);
+    for (const cost of [-1, -8, -1e15]) {
+      await expect(redis.eval(source, 1, mint, '1', 10, 1, 360_000_000, cost)).rejects.toThrow(/whole numbers/);
+      await expect(redis.eval(source, 1, mint, 'check', 10, 1, 360_000_000, cost)).rejects.toThrow(/whole numbers/);
+      await expect(redis.eval(source, 1, mint, 10, 360_000_000, cost)).rejects.toThrow(/whole numbers/);
+      await expect(redis.eval(source, 2, mint, `${mint}2`, 10, 1, 360_000_000, cost, 10, 1, 360_000_000, 1)).rejects.toThrow(/whole numbers/);
+    }
+    expect(await redis.get(mint)).toBe(before);
+    expect(await store.acquire(bucket, 'mint', 0)).toEqual({ allowed: true, remaining: 2 });
   });
 
   it('rejects a prefix with braces', () => {

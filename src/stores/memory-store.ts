@@ -1,44 +1,55 @@
 import type { TokenBucket } from '../token-bucket.js';
-import type {
-  AcquireRequest,
-  Admission,
-  BatchAdmission,
-  BucketKey,
-  BucketStore,
-  DeniedRequest,
-} from './bucket-store.js';
-import { acquireOne, assertBucket, denial, keyString, validateRequests } from './validate.js';
+import type { StoredState } from './bucket-arithmetic.js';
+import { levelAfterTake, runAcquire, runRefund, stateOfLevel } from './bucket-arithmetic.js';
+import type { CallRequest, CallResult } from './bucket-arithmetic.js';
+import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, BucketStore, DeniedRequest } from './bucket-store.js';
+import type { BucketTerms } from './bucket-terms.js';
+import { termsOf, timeOf } from './bucket-terms.js';
+import type { FullAt } from './full-at.js';
+import { fullAtMs } from './full-at.js';
+import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
+import { acquireOne, assertBucket, assertCost, checked, denial, keyString, measuredLast, pairKey, refundPairs, unorder, validateRequests } from './validate.js';
 
 export interface MemoryStoreOptions {
   /** The clock, in milliseconds. Default: `performance.timeOrigin + performance.now()`. For tests. */
   now?: () => number;
-  /** How often buckets that are full again are dropped, in ms. Default `DEFAULT_SWEEP_INTERVAL_MS`. */
+  /**
+   * How often buckets that are full again are dropped, in ms: 1 to
+   * 2,147,483,647 (the longest a Node timer waits). Default `DEFAULT_SWEEP_INTERVAL_MS`.
+   */
   sweepIntervalMs?: number;
+  /**
+   * How many (bucket, key) pairs the store remembers its takes of, so that
+   * `refund` can give them back. Default `DEFAULT_MAX_RECEIPTS`; 0 turns
+   * refunds off.
+   */
+  maxReceipts?: number;
 }
 
 /** Default interval between sweeps of buckets that are full again. */
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
 
-/**
- * Refill time below half a microsecond is float noise, not tokens; at rates
- * faster than 2 tokens per microsecond, below a thousandth of a token (as in lua/acquire.lua).
- */
-const SLACK_US = 0.5;
+/** The longest delay a Node timer honours; longer ones fire after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** No receipt: nothing outstanding. */
+const NOTHING: FullAt = { at: 0, num: 0, den: 1 };
 
 const systemClock = (): number => performance.timeOrigin + performance.now();
 
 /**
  * Token buckets in this process's memory: the same semantics and the same
  * arithmetic as `RedisStore` (lua/acquire.lua), for development and
- * single-instance servers. A bucket's state is the microsecond at which it
- * is full again; a bucket that is full again is forgotten, so idle
- * identities cost nothing.
+ * single-instance servers. A bucket's state is the time at which it is full
+ * again; a bucket that is full again is forgotten, so idle identities cost
+ * nothing.
  */
 export class MemoryStore implements BucketStore {
   /** (bucket, identity) -> when the bucket is full again, in µs */
-  private readonly fullAt = new Map<string, number>();
+  private readonly fullAt = new Map<string, StoredState>();
   private readonly now: () => number;
   private readonly sweepIntervalMs: number;
+  private readonly receipts: ReceiptBook;
   /** µs, like every time kept here */
   private nextSweep: number;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -48,12 +59,17 @@ export class MemoryStore implements BucketStore {
       throw new TypeError('MemoryStore option "now" must be a function returning milliseconds');
     }
     const sweep = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
-    if (typeof sweep !== 'number' || !Number.isFinite(sweep) || sweep <= 0) {
-      throw new RangeError(`MemoryStore option "sweepIntervalMs" must be a positive number, got ${String(sweep)}`);
+    if (typeof sweep !== 'number' || !Number.isFinite(sweep) || sweep < 1 || sweep > MAX_TIMER_MS) {
+      throw new RangeError(`MemoryStore option "sweepIntervalMs" must be between 1 and ${MAX_TIMER_MS} ms, got ${String(sweep)}`);
+    }
+    const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
+    if (!Number.isSafeInteger(maxReceipts) || maxReceipts < 0) {
+      throw new RangeError(`MemoryStore option "maxReceipts" must be a non-negative integer, got ${String(maxReceipts)}`);
     }
     this.now = options.now ?? systemClock;
     this.sweepIntervalMs = sweep;
-    this.nextSweep = (this.now() + sweep) * 1000;
+    this.receipts = new ReceiptBook(maxReceipts);
+    this.nextSweep = this.nowUs() + sweep * 1000;
     if (options.now === undefined) {
       this.timer = setInterval(() => this.sweep(this.nowUs()), sweep);
       this.timer.unref();
@@ -66,80 +82,193 @@ export class MemoryStore implements BucketStore {
     return this.fullAt.size;
   }
 
-  acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
-    return acquireOne(this, bucket, key, cost);
-  }
-
-  async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
-    validateRequests(requests);
+  /** Takes `cost` (default 1) tokens from the key's bucket, or nothing when it holds fewer. */
+  async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
+    assertBucket(bucket);
+    assertCost(cost, bucket);
+    const id = pairKey(bucket, keyString(key));
     const now = this.nowUs();
     if (now >= this.nextSweep) this.sweep(now);
+    const terms = termsOf(bucket);
+    const L = levelAfterTake(terms, cost, this.read(id, now), now);
+    if (L === undefined) return acquireOne(this, bucket, key, cost);
+    if (cost > 0) this.take(id, terms, L, cost, now);
+    return { allowed: true, remaining: Math.floor(L / terms.period) };
+  }
 
-    // The same steps as lua/acquire.lua: every request of the call counts
-    // against its bucket, and only an all-admitted call is written.
-    const state = new Map<string, number>();
-    const asked = new Map<string, number>();
-    const remaining: number[] = [];
-    const denied: DeniedRequest[] = [];
-    requests.forEach(({ bucket, key, cost }, index) => {
-      const id = entryKey(bucket, key);
-      const current = state.get(id) ?? Math.max(this.fullAt.get(id) ?? now, now);
-      const total = (asked.get(id) ?? 0) + cost;
-      asked.set(id, total);
-      const interval = bucket.rate.periodUs / bucket.rate.tokens;
-      const need = cost * interval;
-      let after = current + need;
-      // Microsecond times near 2^51 keep quarter-microsecond steps: a cost
-      // below that would round away and take nothing. Round up instead.
-      if (after - current < need) after += 2 ** (Math.floor(Math.log2(current)) - 52);
-      state.set(id, after);
-
-      const deficit = after - now;
-      const limit = bucket.capacity * interval;
-      const slack = Math.min(SLACK_US, interval / 1000);
-      if (total > bucket.capacity) {
-        denied.push({ index, retryAfterMs: null });
-      } else if (deficit <= limit + slack) {
-        remaining.push(Math.floor((limit - deficit + slack) / interval));
-      } else {
-        denied.push({ index, retryAfterMs: Math.ceil((deficit - limit - slack) / 1000) });
-      }
+  /**
+   * Takes every enforced request's tokens, or none when one of them is
+   * short; measured requests (`measure: true`) are taken too when every
+   * request would be admitted, and reported in `wouldDeny` otherwise.
+   */
+  async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
+    const keys = validateRequests(requests);
+    if (requests.length === 0) return { allowed: true, remaining: [] };
+    const now = this.nowUs();
+    const quick = this.takeAll(requests, keys, now);
+    if (quick !== undefined) return { allowed: true, remaining: quick };
+    const order = measuredLast(requests);
+    const enforced = order.filter((i) => requests[i]!.measure !== true).length;
+    const result = this.run(requests, keys, order, enforced, false, now);
+    if (result.flag === 0) return denial(shortOf(result, order), unorder(result.remaining, order));
+    const remaining = unorder(result.remaining, order);
+    order.forEach((index, position) => {
+      const after = result.fullAt[position];
+      const { bucket, cost } = requests[index]!;
+      if (after && cost > 0) this.receipts.record(pairKey(bucket, keys[index]!), after.at, after.num, after.den, cost, fullAtMs(after), now / 1000);
     });
-    if (denied.length > 0) return denial(denied);
-
-    for (const [id, at] of state) {
-      if (at > now) this.fullAt.set(id, at);
+    if (result.flag === 2) {
+      const wouldDeny = shortOf(result, order);
+      return { allowed: true, remaining, wouldDeny };
     }
     return { allowed: true, remaining };
   }
 
+  /** What `acquireAll` would answer now; nothing is taken. */
+  async checkAll(requests: readonly AcquireRequest[]): Promise<BatchCheck> {
+    const keys = validateRequests(requests, 'checkAll');
+    if (requests.length === 0) return checked([], []);
+    const order = requests.map((_, i) => i);
+    const result = this.run(requests, keys, order, requests.length, true, this.nowUs());
+    return checked(shortOf(result, order), result.remaining);
+  }
+
+  /** Gives back up to `tokens` this store took from the key's bucket (see `refundAll`). */
+  async refund(bucket: TokenBucket, key: BucketKey, tokens: number): Promise<void> {
+    assertBucket(bucket);
+    assertCost(tokens, bucket);
+    await this.refundAll([{ bucket, key, cost: tokens }]);
+  }
+
+  /**
+   * Gives back up to `cost` tokens per request, of those this store took:
+   * never more than is still outstanding of them (tokens that have refilled
+   * since are not given twice), never above capacity. Resolves to the whole
+   * tokens each request's bucket holds after it.
+   */
+  async refundAll(requests: readonly AcquireRequest[]): Promise<number[]> {
+    const keys = validateRequests(requests, 'refundAll');
+    const now = this.nowUs();
+    const byPair = new Map<string, number>();
+    for (const { id, bucket, tokens } of refundPairs(requests, keys)) {
+      const terms = termsOf(bucket);
+      const claim = tokens > 0 ? this.receipts.claim(id, tokens, now / 1000) : undefined;
+      const given = claim?.tokens ?? 0;
+      const step = { id, terms, tokens: given, tokensTime: terms.huge ? timeOf(given, terms) : ([0, 0] as const), after: claim?.after ?? NOTHING };
+      const result = runRefund(step, this.read(id, now), now);
+      if (result.changed) this.write(id, result.state);
+      if (claim !== undefined) this.receipts.settle(id, claim, result.after);
+      byPair.set(id, result.remaining);
+    }
+    return requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
+  }
+
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
     assertBucket(bucket);
-    const id = entryKey(bucket, key);
-    const at = this.fullAt.get(id);
+    const id = pairKey(bucket, keyString(key));
+    const now = this.nowUs();
+    const held = this.read(id, now) !== undefined;
     this.fullAt.delete(id);
-    return at !== undefined && at > this.nowUs();
+    return held;
   }
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.fullAt.clear();
+    this.receipts.clear();
+  }
+
+  /**
+   * lua/acquire.lua's common case: every request enforced and admitted, on
+   * distinct pairs, none huge. The whole tokens left, or undefined when the
+   * general path must decide.
+   */
+  private takeAll(requests: readonly AcquireRequest[], keys: readonly string[], now: number): number[] | undefined {
+    const n = requests.length;
+    if (now >= this.nextSweep) this.sweep(now);
+    const ids: string[] = [];
+    const levels: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const { bucket, cost, measure } = requests[i]!;
+      const id = pairKey(bucket, keys[i]!);
+      if (measure === true || (n > 1 && ids.includes(id))) return undefined;
+      const L = levelAfterTake(termsOf(bucket), cost, this.read(id, now), now);
+      if (L === undefined) return undefined;
+      ids.push(id);
+      levels.push(L);
+    }
+    return levels.map((L, i) => {
+      const { bucket, cost } = requests[i]!;
+      const terms = termsOf(bucket);
+      if (cost > 0) this.take(ids[i]!, terms, L, cost, now);
+      return Math.floor(L / terms.period);
+    });
+  }
+
+  /** Keeps a bucket left at level `L` after taking `cost`, and the receipt for a refund. */
+  private take(id: string, terms: BucketTerms, L: number, cost: number, now: number): void {
+    const state = stateOfLevel(terms, L, now);
+    this.write(id, state);
+    if (state !== null) this.receipts.record(id, state.at, state.num, state.den, cost, fullAtMs(state), now / 1000);
+  }
+
+  private run(
+    requests: readonly AcquireRequest[],
+    keys: readonly string[],
+    order: readonly number[],
+    enforced: number,
+    check: boolean,
+    now: number,
+  ): CallResult {
+    if (now >= this.nextSweep) this.sweep(now);
+    const calls: CallRequest[] = order.map((index) => {
+      const { bucket, cost } = requests[index]!;
+      const terms = termsOf(bucket);
+      return { id: pairKey(bucket, keys[index]!), terms, cost, costTime: terms.huge ? timeOf(cost, terms) : [0, 0] };
+    });
+    const result = runAcquire(calls, enforced, check, (id) => this.read(id, now), now);
+    for (const [id, state] of result.writes) this.write(id, state);
+    return result;
+  }
+
+  /** A bucket full again reads as absent; the sweep (or the next write) removes it. */
+  private read(id: string, now: number): StoredState | undefined {
+    const state = this.fullAt.get(id);
+    return state !== undefined && stateUs(state) <= now ? undefined : state;
+  }
+
+  private write(id: string, state: FullAt | null): void {
+    if (state === null) this.fullAt.delete(id);
+    else this.fullAt.set(id, state.num === 0 ? state.at : state);
   }
 
   private nowUs(): number {
-    return this.now() * 1000;
+    const ms = this.now();
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      throw new RangeError(`MemoryStore clock returned ${String(ms)}; it must return milliseconds since the epoch`);
+    }
+    return Math.round(ms * 1000);
   }
 
   private sweep(nowUs: number): void {
     this.nextSweep = nowUs + this.sweepIntervalMs * 1000;
-    for (const [id, at] of this.fullAt) {
-      if (at <= nowUs) this.fullAt.delete(id);
+    for (const [id, state] of this.fullAt) {
+      if (stateUs(state) <= nowUs) this.fullAt.delete(id);
     }
   }
 }
 
-/** Bucket names cannot hold NUL, so the pair stays unambiguous. */
-function entryKey(bucket: TokenBucket, key: BucketKey): string {
-  return `${bucket.name}\u0000${keyString(key)}`;
+/** A state's time in µs, rounded up (for eviction only). */
+function stateUs(state: StoredState): number {
+  return typeof state === 'number' ? state : state.num === 0 ? state.at : state.at + 1;
+}
+
+/** The short requests of a result, by request index. */
+function shortOf(result: CallResult, order: readonly number[]): DeniedRequest[] {
+  const denied: DeniedRequest[] = [];
+  result.waits.forEach((w, position) => {
+    if (w !== -2) denied.push({ index: order[position]!, retryAfterMs: w === -1 ? null : w });
+  });
+  return denied.sort((a, b) => a.index - b.index);
 }

@@ -1,20 +1,34 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { TokenBucket } from '../token-bucket.js';
-import type {
-  AcquireRequest,
-  Admission,
-  BatchAdmission,
-  BucketKey,
-  BucketStore,
-  DeniedRequest,
-} from './bucket-store.js';
+import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, BucketStore, DeniedRequest } from './bucket-store.js';
+import { termsOf, timeOf } from './bucket-terms.js';
+import type { FullAt } from './full-at.js';
+import { formatFullAt, fullAtMs, parseFullAt } from './full-at.js';
 import { LuaScript } from './lua-script.js';
+import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
 import { DEFAULT_PREFIX, identityTag, redisKey, validatePrefix } from './redis-keys.js';
-import { acquireOne, assertBucket, denial, keyString, validateRequests } from './validate.js';
+import {
+  acquireOne,
+  assertBucket,
+  assertCost,
+  checked,
+  denial,
+  keyString,
+  measuredLast,
+  pairKey,
+  refundPairs,
+  validateRequests,
+} from './validate.js';
 
 export interface RedisStoreOptions {
   /** Prefix of every key the store writes. Default `DEFAULT_PREFIX` (`"tb:"`). No braces. */
   prefix?: string;
+  /**
+   * How many (bucket, key) pairs the store remembers its takes of, so that
+   * `refund` can give them back. Default `DEFAULT_MAX_RECEIPTS`; 0 turns
+   * refunds off.
+   */
+  maxReceipts?: number;
 }
 
 const NOT_SHORT = -2;
@@ -22,6 +36,25 @@ const NEVER = -1;
 
 let acquireScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
+
+/** One script call's answer, by position in the order its requests were sent. */
+interface SlotReply {
+  /** 1 all taken, 2 enforced taken and measured not, 0 nothing taken (in a check: would be denied). */
+  flag: 0 | 1 | 2;
+  /** Whole tokens after (flags 1, 2) or now (flag 0, checks). */
+  remaining: number[];
+  /** -2 not short, -1 never, else ms. */
+  waits: number[];
+  /** The key's full-at time after the call; null where nothing was taken. */
+  fullAt: (FullAt | null)[];
+}
+
+/** What one acquire left, for the receipts of later refunds. */
+interface Taken {
+  admission: BatchAdmission;
+  /** Per request: the full-at time right after its tokens were taken, null when none were. */
+  fullAt: (FullAt | null)[];
+}
 
 /**
  * Token buckets in Redis or Redis Cluster (ioredis). Each acquire is one
@@ -33,10 +66,15 @@ export class RedisStore implements BucketStore {
   readonly prefix: string;
   private readonly acquireLua: LuaScript;
   private readonly refundLua: LuaScript;
+  private readonly receipts: ReceiptBook;
 
   constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
     if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function') {
       throw new TypeError('RedisStore needs an ioredis Redis or Cluster client');
+    }
+    const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
+    if (!Number.isSafeInteger(maxReceipts) || maxReceipts < 0) {
+      throw new RangeError(`RedisStore option "maxReceipts" must be a non-negative integer, got ${String(maxReceipts)}`);
     }
     this.client = client;
     this.prefix = validatePrefix(options.prefix ?? DEFAULT_PREFIX);
@@ -44,6 +82,7 @@ export class RedisStore implements BucketStore {
     refundScript ??= new LuaScript('refund.lua');
     this.acquireLua = acquireScript;
     this.refundLua = refundScript;
+    this.receipts = new ReceiptBook(maxReceipts);
   }
 
   /** The Redis key of one (bucket, key) pair. */
@@ -51,18 +90,117 @@ export class RedisStore implements BucketStore {
     return redisKey(this.prefix, identityTag(keyString(key)), bucket);
   }
 
-  acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
-    return acquireOne(this, bucket, key, cost);
+  /** Takes `cost` (default 1) tokens from the key's bucket, or nothing when it holds fewer: one script call. */
+  async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
+    assertBucket(bucket);
+    assertCost(cost, bucket);
+    const terms = termsOf(bucket);
+    if (terms.huge) return acquireOne(this, bucket, key, cost);
+    const redisKeyOf = redisKey(this.prefix, identityTag(keyString(key)), bucket);
+    const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
+    const reply = await this.run(this.acquireLua, [redisKeyOf], args);
+    if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false);
+    const [flag, whole, third] = reply as [number, number | string, number | string];
+    if (flag === 1) {
+      if (cost > 0) this.recordReceipt(redisKeyOf, third, cost);
+      return { allowed: true, remaining: Number(whole) };
+    }
+    if (flag !== 0) parseAcquireReply(reply, 1, false);
+    return { allowed: false, retryAfterMs: third === NEVER ? null : Number(third) };
   }
 
+  /**
+   * Takes every enforced request's tokens, or none when one of them is
+   * short; measured requests (`measure: true`) are taken too when every
+   * request would be admitted, and reported in `wouldDeny` otherwise. One
+   * script call when every key shares a hash slot (always, on a single Redis).
+   */
   async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
-    validateRequests(requests);
+    const keys = validateRequests(requests);
     if (requests.length === 0) return { allowed: true, remaining: [] };
-    const tags = requests.map((r) => identityTag(keyString(r.key)));
-    if (!this.client.isCluster || tags.every((t) => t === tags[0])) {
-      return this.acquireGroup(requests, tags, requests.map((_, i) => i));
+    const tags = keys.map(identityTag);
+    const nowMs = Date.now();
+    const { admission, fullAt } = this.oneSlot(tags)
+      ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
+      : await this.acquireAcrossSlots(requests, tags);
+    if (admission.allowed) {
+      fullAt.forEach((after, i) => {
+        const { bucket, cost } = requests[i]!;
+        if (after !== null && cost > 0) {
+          this.receipts.record(redisKey(this.prefix, tags[i]!, bucket), after.at, after.num, after.den, cost, fullAtMs(after), nowMs);
+        }
+      });
     }
-    return this.acquireAcrossSlots(requests, tags);
+    return admission;
+  }
+
+  private recordReceipt(id: string, value: unknown, cost: number): void {
+    if (typeof value === 'number') {
+      if (value > 0) this.receipts.record(id, value, 0, 1, cost, Math.ceil(value / 1000), Date.now());
+      return;
+    }
+    const after = parseFullAt(value);
+    if (after !== null) this.receipts.record(id, after.at, after.num, after.den, cost, fullAtMs(after), Date.now());
+  }
+
+  /** What `acquireAll` would answer now; nothing is written. */
+  async checkAll(requests: readonly AcquireRequest[]): Promise<BatchCheck> {
+    const keys = validateRequests(requests, 'checkAll');
+    if (requests.length === 0) return checked([], []);
+    const tags = keys.map(identityTag);
+    const remaining = new Array<number>(requests.length).fill(0);
+    const denied: DeniedRequest[] = [];
+    await Promise.all(
+      this.slots(tags).map(async (indexes) => {
+        const reply = await this.runAcquire(requests, tags, indexes, true);
+        indexes.forEach((index, position) => {
+          remaining[index] = reply.remaining[position]!;
+          const w = reply.waits[position]!;
+          if (w !== NOT_SHORT) denied.push({ index, retryAfterMs: w === NEVER ? null : w });
+        });
+      }),
+    );
+    return checked(denied.sort((a, b) => a.index - b.index), remaining);
+  }
+
+  /** Gives back up to `tokens` this store took from the key's bucket (see `refundAll`). */
+  async refund(bucket: TokenBucket, key: BucketKey, tokens: number): Promise<void> {
+    assertBucket(bucket);
+    assertCost(tokens, bucket);
+    await this.refundAll([{ bucket, key, cost: tokens }]);
+  }
+
+  /**
+   * Gives back up to `cost` tokens per request, of those this store took
+   * (it remembers up to `maxReceipts` pairs): never more than is still
+   * outstanding of them, so tokens that have refilled since are not given
+   * twice, and never above capacity. One script call per hash slot; resolves
+   * to the whole tokens each request's bucket holds after it.
+   */
+  async refundAll(requests: readonly AcquireRequest[]): Promise<number[]> {
+    const keys = validateRequests(requests, 'refundAll');
+    if (requests.length === 0) return [];
+    const nowMs = Date.now();
+    const pairs = refundPairs(requests, keys).map((pair) => {
+      const tag = identityTag(pair.key);
+      const receipt = redisKey(this.prefix, tag, pair.bucket);
+      const claim = pair.tokens > 0 ? this.receipts.claim(receipt, pair.tokens, nowMs) : undefined;
+      return { ...pair, receipt, tag, tokens: claim?.tokens ?? 0, after: claim?.after ?? null, claim, remaining: 0 };
+    });
+    const slots = this.slots(pairs.map((p) => p.tag));
+    await Promise.all(
+      slots.map(async (indexes) => {
+        const group = indexes.map((i) => pairs[i]!);
+        const { remaining, after } = await this.runRefund(group.map((p) => ({ ...p, key: redisKey(this.prefix, p.tag, p.bucket) })));
+        group.forEach((pair, j) => {
+          pair.remaining = remaining[j]!;
+          const given = after[j];
+          if (pair.claim !== undefined && given) this.receipts.settle(pair.receipt, pair.claim, given);
+        });
+      }),
+    );
+    const byPair = new Map(pairs.map((p) => [p.id, p.remaining]));
+    return requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
   }
 
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
@@ -70,83 +208,216 @@ export class RedisStore implements BucketStore {
     return (await this.client.del(this.keyFor(bucket, key))) > 0;
   }
 
-  private async acquireGroup(
-    requests: readonly AcquireRequest[],
-    tags: readonly string[],
-    indexes: readonly number[],
-    checkOnly = false,
-  ): Promise<BatchAdmission> {
-    const args = scriptArgs(requests, indexes);
-    if (checkOnly) args.push('check');
-    const reply = await this.acquireLua.run(this.client, this.keysOf(requests, tags, indexes), args);
-    return parseReply(reply, indexes.length);
+  private oneSlot(tags: readonly string[]): boolean {
+    return !this.client.isCluster || tags.every((t) => t === tags[0]);
   }
 
-  /**
-   * On a Cluster, buckets of different identities can live in different hash
-   * slots, which one script cannot reach. Each identity's group is acquired
-   * in turn; when one is denied, the groups already taken are refunded and
-   * the rest are only checked, so the denial still names every short request.
-   */
-  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<BatchAdmission> {
+  /** Request indexes grouped by hash slot (identity), in first-seen order; one group on a single Redis. */
+  private slots(tags: readonly string[]): number[][] {
+    if (this.oneSlot(tags)) return [tags.map((_, i) => i)];
     const groups = new Map<string, number[]>();
     tags.forEach((tag, i) => {
       const group = groups.get(tag);
       if (group) group.push(i);
       else groups.set(tag, [i]);
     });
-    const remaining: number[] = new Array<number>(requests.length).fill(0);
-    const taken: number[][] = [];
+    return [...groups.values()];
+  }
+
+  /** One script call for requests sharing a slot, mapped back to request indexes. */
+  private async acquireSlot(requests: readonly AcquireRequest[], tags: readonly string[], indexes: readonly number[]): Promise<Taken> {
+    const reply = await this.runAcquire(requests, tags, indexes, false);
+    const n = requests.length;
+    const remaining = new Array<number>(n).fill(0);
+    const fullAt = new Array<FullAt | null>(n).fill(null);
+    const short: DeniedRequest[] = [];
+    indexes.forEach((index, position) => {
+      remaining[index] = reply.remaining[position]!;
+      fullAt[index] = reply.fullAt[position] ?? null;
+      const w = reply.waits[position]!;
+      if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
+    });
+    short.sort((a, b) => a.index - b.index);
+    if (reply.flag === 0) return { admission: denial(short, remaining), fullAt };
+    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, fullAt };
+  }
+
+  /**
+   * On a Cluster, buckets of different identities can live in different hash
+   * slots, which one script cannot reach. Each slot's group is acquired in
+   * turn. When one denies, the groups already taken are given back and the
+   * rest only checked (so the denial names every short request); when a call
+   * fails, the groups taken so far are given back. A group is given back at
+   * most once, whatever fails: a give-back that fails is not retried, since
+   * it may still have been applied.
+   */
+  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<Taken> {
+    const n = requests.length;
+    const remaining = new Array<number>(n).fill(0);
+    const fullAt = new Array<FullAt | null>(n).fill(null);
     const denied: DeniedRequest[] = [];
-    for (const indexes of groups.values()) {
-      let result: BatchAdmission;
+    const wouldDeny: DeniedRequest[] = [];
+    /** Request indexes taken and not given back. */
+    const held: number[] = [];
+
+    const giveBack = async (indexes: number[]): Promise<void> => {
+      const taken = indexes.filter((i) => fullAt[i] !== null);
+      indexes.length = 0;
+      for (const i of taken) {
+        const at = held.indexOf(i);
+        if (at >= 0) held.splice(at, 1);
+      }
+      if (taken.length === 0) return;
+      await Promise.all(
+        this.slots(taken.map((i) => tags[i]!)).map(async (positions) => {
+          const group = positions.map((p) => taken[p]!);
+          const pairs = refundPairs(
+            group.map((i) => requests[i]!),
+            group.map((i) => keyString(requests[i]!.key)),
+          ).map((pair) => {
+            const i = group[pair.indexes[0]!]!;
+            return { bucket: pair.bucket, key: redisKey(this.prefix, tags[i]!, pair.bucket), tokens: pair.tokens, after: fullAt[i] ?? null, of: pair.indexes.map((p) => group[p]!) };
+          });
+          for (const i of group) fullAt[i] = null;
+          try {
+            const result = await this.runRefund(pairs);
+            pairs.forEach((pair, j) => {
+              for (const i of pair.of) remaining[i] = result.remaining[j]!;
+            });
+          } catch {
+            // Not retried: it may have been applied. Those tokens stay taken.
+          }
+        }),
+      );
+    };
+
+    for (const indexes of this.slots(tags)) {
+      if (denied.length > 0) {
+        // Denied already: only learn which other requests are short.
+        const enforced = indexes.filter((i) => requests[i]!.measure !== true);
+        try {
+          const reply = await this.runAcquire(requests, tags, indexes, true);
+          indexes.forEach((index, position) => {
+            remaining[index] = reply.remaining[position]!;
+            const w = reply.waits[position]!;
+            if (w !== NOT_SHORT && enforced.includes(index)) denied.push({ index, retryAfterMs: w === NEVER ? null : w });
+          });
+        } catch {
+          // The call is denied whatever this check says.
+        }
+        continue;
+      }
+      let group: Taken;
       try {
-        result = await this.acquireGroup(requests, tags, indexes, denied.length > 0);
+        group = await this.acquireSlot(requests, tags, indexes);
       } catch (error) {
-        await this.refund(requests, tags, taken);
+        await giveBack(held);
         throw error;
       }
-      if (!result.allowed) {
-        if (denied.length === 0) await this.refund(requests, tags, taken);
-        for (const d of result.denied) denied.push({ index: indexes[d.index]!, retryAfterMs: d.retryAfterMs });
-      } else if (denied.length === 0) {
-        result.remaining.forEach((left, j) => (remaining[indexes[j]!] = left));
-        taken.push(indexes);
+      const { admission } = group;
+      for (const i of indexes) remaining[i] = admission.remaining[i]!;
+      if (!admission.allowed) {
+        denied.push(...admission.denied);
+        await giveBack(held);
+        continue;
+      }
+      for (const i of indexes) {
+        fullAt[i] = group.fullAt[i] ?? null;
+        if (fullAt[i] !== null) held.push(i);
+      }
+      if (admission.wouldDeny) wouldDeny.push(...admission.wouldDeny);
+    }
+
+    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), fullAt };
+    if (wouldDeny.length > 0) {
+      // A measured request was short somewhere: no measured request keeps its tokens.
+      await giveBack(held.filter((i) => requests[i]!.measure === true));
+      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, fullAt };
+    }
+    return { admission: { allowed: true, remaining }, fullAt };
+  }
+
+  /** Runs lua/acquire.lua for requests sharing one slot: enforced first (a check: all, in order). */
+  private async runAcquire(requests: readonly AcquireRequest[], tags: readonly string[], indexes: readonly number[], check: boolean): Promise<SlotReply> {
+    const order = check ? indexes : measuredLast(indexes.map((i) => requests[i]!)).map((p) => indexes[p]!);
+    const enforced = check ? order.length : order.filter((i) => requests[i]!.measure !== true).length;
+    const args: (string | number)[] = [check ? 'check' : enforced];
+    const tail: number[] = [];
+    const keys: string[] = [];
+    for (const i of order) {
+      const { bucket, cost } = requests[i]!;
+      const terms = termsOf(bucket);
+      args.push(terms.capacity, terms.tokens, terms.period, cost);
+      if (terms.huge) tail.push(...terms.fullTime, ...timeOf(cost, terms));
+      keys.push(redisKey(this.prefix, tags[i]!, bucket));
+    }
+    // Every request enforced, no key twice, no huge bucket: the script's common case, without a mode
+    // argument, and without T when every token is a whole number of µs.
+    if (!check && enforced === order.length && tail.length === 0 && (keys.length === 1 || new Set(keys).size === keys.length)) {
+      args.shift();
+      if (args.every((_, j) => j % 4 !== 1 || args[j] === 1)) {
+        const three: (string | number)[] = [];
+        for (let j = 0; j < args.length; j += 4) three.push(args[j]!, args[j + 2]!, args[j + 3]!);
+        args.splice(0, args.length, ...three);
       }
     }
-    if (denied.length > 0) return denial(denied.sort((a, b) => a.index - b.index));
-    return { allowed: true, remaining };
+    const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
+    const parsed = parseAcquireReply(reply, order.length, check);
+    // back from the order sent to the order of `indexes`
+    const position = new Map(order.map((i, p) => [i, p]));
+    const pick = <T>(values: T[]): T[] => indexes.map((i) => values[position.get(i)!]!);
+    return { flag: parsed.flag, remaining: pick(parsed.remaining), waits: pick(parsed.waits), fullAt: pick(parsed.fullAt) };
   }
 
-  private async refund(requests: readonly AcquireRequest[], tags: readonly string[], taken: number[][]): Promise<void> {
-    await Promise.all(
-      taken.map((indexes) => this.refundLua.run(this.client, this.keysOf(requests, tags, indexes), scriptArgs(requests, indexes))),
+  /** Runs lua/refund.lua for pairs sharing one slot. */
+  private async runRefund(
+    pairs: readonly { bucket: TokenBucket; key: string; tokens: number; after: FullAt | null }[],
+  ): Promise<{ remaining: number[]; after: (FullAt | null)[] }> {
+    const args: (string | number)[] = [];
+    const tail: number[] = [];
+    for (const { bucket, tokens, after } of pairs) {
+      const terms = termsOf(bucket);
+      const given = after === null ? 0 : tokens;
+      args.push(terms.capacity, terms.tokens, terms.period, given, after === null ? '0' : formatFullAt(after));
+      if (terms.huge) tail.push(...terms.fullTime, ...timeOf(given, terms));
+    }
+    const reply = await this.run(
+      this.refundLua,
+      pairs.map((p) => p.key),
+      tail.length > 0 ? args.concat(tail) : args,
     );
+    const n = pairs.length;
+    if (!Array.isArray(reply) || reply.length !== 2 * n) {
+      throw new Error(`token bucket refund script returned an unexpected reply: ${JSON.stringify(reply)}`);
+    }
+    return { remaining: reply.slice(0, n).map(Number), after: reply.slice(n).map(parseFullAt) };
   }
 
-  private keysOf(requests: readonly AcquireRequest[], tags: readonly string[], indexes: readonly number[]): string[] {
-    return indexes.map((i) => redisKey(this.prefix, tags[i] ?? '', requests[i]!.bucket));
+  private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await script.run(this.client, keys, args);
+    } catch (error) {
+      if (error instanceof Error && /syntax error/i.test(error.message)) {
+        error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
+      }
+      throw error;
+    }
   }
 }
 
-function scriptArgs(requests: readonly AcquireRequest[], indexes: readonly number[]): (string | number)[] {
-  const args: (string | number)[] = [];
-  for (const i of indexes) {
-    const { bucket, cost } = requests[i]!;
-    args.push(bucket.capacity, bucket.rate.tokens, bucket.rate.periodUs, cost);
-  }
-  return args;
-}
-
-function parseReply(reply: unknown, count: number): BatchAdmission {
-  if (!Array.isArray(reply) || reply.length !== count + 1) {
+/**
+ * lua/acquire.lua's reply: {1, rem×n, X×n} all taken; {2, rem×n, X×n, w×n}
+ * measured not taken; {0, now×n, w×n} nothing taken; a check {1|0, now×n, w×n}.
+ */
+function parseAcquireReply(reply: unknown, n: number, check: boolean): SlotReply {
+  const flag = Array.isArray(reply) ? reply[0] : undefined;
+  const taken = !check && (flag === 1 || flag === 2);
+  if (!Array.isArray(reply) || !(flag === 0 || flag === 1 || (flag === 2 && !check)) || reply.length !== (flag === 2 ? 1 + 3 * n : 1 + 2 * n)) {
     throw new Error(`token bucket script returned an unexpected reply: ${JSON.stringify(reply)}`);
   }
-  const values = reply.map(Number);
-  if (values[0] === 1) return { allowed: true, remaining: values.slice(1) };
-  const denied: DeniedRequest[] = [];
-  values.slice(1).forEach((v, index) => {
-    if (v !== NOT_SHORT) denied.push({ index, retryAfterMs: v === NEVER ? null : v });
-  });
-  return denial(denied);
+  // whole tokens within 64 of 2^53 come as strings (ioredis misreads such integers)
+  const remaining = reply.slice(1, 1 + n).map(Number);
+  const fullAt: (FullAt | null)[] = taken ? reply.slice(1 + n, 1 + 2 * n).map(parseFullAt) : new Array<null>(n).fill(null);
+  const waits = (taken ? (flag === 2 ? reply.slice(1 + 2 * n) : new Array<number>(n).fill(NOT_SHORT)) : reply.slice(1 + n)) as number[];
+  return { flag, remaining, waits, fullAt };
 }

@@ -6,7 +6,7 @@
 // microsecond and every comparison, floor and ceil is done on integers
 // (bigint). Wherever a store rounds a float the wrong way, the model and the
 // store disagree.
-import type { AcquireRequest, Admission, BatchAdmission, BucketKey, DeniedRequest } from '../../src/stores/bucket-store.js';
+import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, DeniedRequest } from '../../src/stores/bucket-store.js';
 import type { TokenBucket } from '../../src/token-bucket.js';
 
 interface Stored {
@@ -99,11 +99,63 @@ export class ReferenceBucket {
    */
   acquireAll(requests: readonly AcquireRequest[], nowMs: number): BatchAdmission {
     const now = toMicroseconds(nowMs);
+    const order = [...requests.keys()];
+    const enforced = order.filter((i) => requests[i]!.measure !== true);
+    const measured = order.filter((i) => requests[i]!.measure === true);
+    const first = this.#evaluate(requests, enforced, now);
+    if (first.short.length > 0) {
+      const wait = measured.length === 0 ? this.#wholeCallWait(requests, now) : this.#wholeCallWait(enforced.map((i) => requests[i]!), now);
+      return { allowed: false, retryAfterMs: wait, denied: first.short, remaining: this.#holdNow(requests, now) };
+    }
+    if (measured.length === 0) {
+      this.#commit(first.working, now);
+      return { allowed: true, remaining: first.remaining };
+    }
+    // Measured requests: taken only when every request of the call would be admitted.
+    const all = this.#evaluate(requests, [...enforced, ...measured], now);
+    if (all.short.length === 0) {
+      this.#commit(all.working, now);
+      return { allowed: true, remaining: all.remaining };
+    }
+    this.#commit(first.working, now);
+    const remaining = first.remaining.slice();
+    for (const i of measured) {
+      const { bucket, key } = requests[i]!;
+      remaining[i] = Number(floorDiv(first.working.get(pairId(bucket, key)) ?? this.#levelAt(pairId(bucket, key), bucket, now), periodOf(bucket)));
+    }
+    return { allowed: true, remaining, wouldDeny: all.short.filter((d) => requests[d.index]!.measure === true) };
+  }
+
+  /** What acquireAll would answer at `nowMs`, every request enforced, without taking anything. */
+  checkAll(requests: readonly AcquireRequest[], nowMs: number): BatchCheck {
+    const now = toMicroseconds(nowMs);
+    const { short } = this.#evaluate(requests, [...requests.keys()], now);
+    let retryAfterMs: number | null = 0;
+    for (const d of short) retryAfterMs = d.retryAfterMs === null || retryAfterMs === null ? null : Math.max(retryAfterMs, d.retryAfterMs);
+    return { allowed: short.length === 0, retryAfterMs, remaining: this.#holdNow(requests, now), denied: short };
+  }
+
+  /** Whole tokens each request's bucket holds at `now`. */
+  #holdNow(requests: readonly AcquireRequest[], now: bigint): number[] {
+    return requests.map(({ bucket, key }) => Number(floorDiv(this.#levelAt(pairId(bucket, key), bucket, now), periodOf(bucket))));
+  }
+
+  #commit(working: Map<string, bigint>, now: bigint): void {
+    for (const [id, level] of working) this.#stored.set(id, { level, at: now });
+  }
+
+  /** Requests `indexes` in that order, each counting what the ones before it asked of its pair. */
+  #evaluate(
+    requests: readonly AcquireRequest[],
+    indexes: readonly number[],
+    now: bigint,
+  ): { working: Map<string, bigint>; remaining: number[]; short: DeniedRequest[] } {
     const working = new Map<string, bigint>();
     const asked = new Map<string, number>();
-    const remaining: number[] = [];
-    const denied: DeniedRequest[] = [];
-    requests.forEach(({ bucket, key, cost }, index) => {
+    const remaining: number[] = requests.map(() => 0);
+    const short: DeniedRequest[] = [];
+    for (const index of indexes) {
+      const { bucket, key, cost } = requests[index]!;
       const id = pairId(bucket, key);
       const period = periodOf(bucket);
       const level = (working.get(id) ?? this.#levelAt(id, bucket, now)) - BigInt(cost) * period;
@@ -111,18 +163,15 @@ export class ReferenceBucket {
       working.set(id, level);
       asked.set(id, total);
       if (total > bucket.capacity) {
-        denied.push({ index, retryAfterMs: null });
+        short.push({ index, retryAfterMs: null });
       } else if (level >= 0n) {
-        remaining.push(Number(floorDiv(level, period)));
+        remaining[index] = Number(floorDiv(level, period));
       } else {
-        denied.push({ index, retryAfterMs: Number(ceilDiv(-level, tokensOf(bucket) * 1000n)) });
+        short.push({ index, retryAfterMs: Number(ceilDiv(-level, tokensOf(bucket) * 1000n)) });
       }
-    });
-    if (denied.length > 0) {
-      return { allowed: false, retryAfterMs: this.#wholeCallWait(requests, now), denied };
     }
-    for (const [id, level] of working) this.#stored.set(id, { level, at: now });
-    return { allowed: true, remaining };
+    short.sort((a, b) => a.index - b.index);
+    return { working, remaining, short };
   }
 
   /**

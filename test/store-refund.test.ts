@@ -1,0 +1,207 @@
+// store.refund / store.refundAll: a bucket given tokens back is never fuller
+// than had they not been taken, never above capacity, and one take is never
+// given back twice.
+import type { Cluster, Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
+import { Rate } from '../src/rate.js';
+import type { BucketKey } from '../src/stores/bucket-store.js';
+import { MemoryStore } from '../src/stores/memory-store.js';
+import { RedisStore } from '../src/stores/redis-store.js';
+import { TokenBucket } from '../src/token-bucket.js';
+import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
+import { waitOnRedis } from './support/redis-clock.js';
+
+const clients: (Redis | Cluster)[] = [];
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit().catch(() => undefined)));
+});
+
+interface Subject {
+  store: MemoryStore | RedisStore;
+  /** Another store on the same buckets, as another process would have (MemoryStore has none). */
+  other?: RedisStore;
+  wait(ms: number): Promise<void>;
+}
+
+function memorySubject(): Subject {
+  let now = Date.now();
+  return { store: new MemoryStore({ now: () => now }), wait: async (ms) => void (now += ms) };
+}
+
+function redisSubject(kind: 'Redis' | 'Redis Cluster'): Subject {
+  const client = kind === 'Redis' ? redisClient(inject('redisUrl')) : clusterClient(inject('redisClusterNodes'));
+  clients.push(client);
+  const prefix = uniquePrefix(`refund ${kind}`);
+  return { store: new RedisStore(client, { prefix }), other: new RedisStore(client, { prefix }), wait: (ms) => waitOnRedis(client, ms) };
+}
+
+const subjects: [string, () => Subject][] = [
+  ['MemoryStore', memorySubject],
+  ['RedisStore on Redis', () => redisSubject('Redis')],
+  ['RedisStore on Redis Cluster', () => redisSubject('Redis Cluster')],
+];
+
+describe.each(subjects)('%s', (_name, makeSubject) => {
+  const { store, other, wait } = makeSubject();
+  const slow = (name: string, capacity = 10) => new TokenBucket(name, capacity, Rate.perHour(1));
+
+  async function holds(bucket: TokenBucket, key: BucketKey): Promise<number> {
+    const answer = await store.acquire(bucket, key, 0);
+    return answer.allowed ? answer.remaining : -1;
+  }
+
+  it('gives back what it took, so the tokens can be used again', async () => {
+    const bucket = slow('again');
+    expect(await store.acquire(bucket, 'k', 7)).toEqual({ allowed: true, remaining: 3 });
+    await store.refund(bucket, 'k', 7);
+    expect(await store.acquire(bucket, 'k', 10)).toEqual({ allowed: true, remaining: 0 });
+  });
+
+  it('gives back part of what it took', async () => {
+    const bucket = slow('part');
+    await store.acquire(bucket, 'k', 7);
+    expect(await store.refundAll([{ bucket, key: 'k', cost: 4 }])).toEqual([7]);
+    expect(await holds(bucket, 'k')).toBe(7);
+  });
+
+  it('never gives back more than it took, nor fills a bucket beyond its capacity', async () => {
+    const bucket = slow('capped');
+    await store.acquire(bucket, 'k', 3);
+    expect(await store.refundAll([{ bucket, key: 'k', cost: 100 }])).toEqual([10]);
+    await store.acquire(bucket, 'k', 3);
+    await store.refund(bucket, 'k', 2);
+    await store.refund(bucket, 'k', 2); // only 1 of the 3 was still owed
+    expect(await holds(bucket, 'k')).toBe(10);
+  });
+
+  it('gives back nothing it did not take', async () => {
+    const bucket = slow('not-taken');
+    if (other) {
+      await other.acquire(bucket, 'someone', 5);
+      await store.refund(bucket, 'someone', 5);
+      expect(await holds(bucket, 'someone')).toBe(5);
+    }
+    await store.refund(bucket, 'nobody', 5);
+    expect(await holds(bucket, 'nobody')).toBe(10);
+    expect(await store.refundAll([{ bucket, key: 'nobody', cost: 0 }])).toEqual([10]);
+  });
+
+  it('gives nothing back once the tokens have refilled (the refill already returned them)', async () => {
+    const bucket = new TokenBucket('refilled', 10, Rate.perSecond(100)); // 10 ms a token
+    await store.acquire(bucket, 'k', 5);
+    await wait(60); // full again
+    await (other ?? store).acquire(bucket, 'k', 5);
+    await store.refund(bucket, 'k', 5);
+    // another process's take is not given back; on MemoryStore the second take is the store's own
+    expect(await holds(bucket, 'k')).toBeLessThanOrEqual(other ? 6 : 10);
+    if (!other) {
+      await store.refund(bucket, 'k', 5);
+      expect(await holds(bucket, 'k')).toBe(10);
+    }
+  });
+
+  it('gives a take back once, however it is split', async () => {
+    const bucket = new TokenBucket('split', 10, Rate.perSecond(10)); // 100 ms a token
+    await store.acquire(bucket, 'k', 10);
+    await wait(500); // 5 refilled, 5 still owed
+    if (other) await other.acquire(bucket, 'k', 5); // empty again
+    else expect(await holds(bucket, 'k')).toBe(5);
+    await store.refund(bucket, 'k', 3);
+    await store.refund(bucket, 'k', 3);
+    await store.refund(bucket, 'k', 3);
+    // had the 10 not been taken the bucket would have been full at 500 ms: 5 after the other take, else 10
+    const left = await holds(bucket, 'k');
+    if (other) {
+      expect(left).toBeGreaterThanOrEqual(4);
+      expect(left).toBeLessThanOrEqual(5 + 1); // + what refilled while the test ran
+    } else {
+      expect(left).toBe(10);
+    }
+  });
+
+  it('keeps two operations of one identity apart: each is given back at most its own', async () => {
+    const bucket = slow('two-ops', 20);
+    await store.acquire(bucket, 'k', 6); // operation A
+    await store.acquire(bucket, 'k', 4); // operation B
+    await store.refund(bucket, 'k', 4); // B's estimate was 4 too many
+    await store.refund(bucket, 'k', 6); // A's
+    await store.refund(bucket, 'k', 6); // nothing more was taken
+    expect(await holds(bucket, 'k')).toBe(20);
+  });
+
+  it('gives several buckets back in one refundAll, merging a pair named twice', async () => {
+    const a = slow('all-a');
+    const b = slow('all-b');
+    await store.acquireAll([
+      { bucket: a, key: 'k', cost: 6 },
+      { bucket: b, key: 'k', cost: 6 },
+    ]);
+    expect(
+      await store.refundAll([
+        { bucket: a, key: 'k', cost: 2 },
+        { bucket: b, key: 'k', cost: 5 },
+        { bucket: a, key: 'k', cost: 2 },
+      ]),
+    ).toEqual([8, 9, 8]);
+    expect(await store.refundAll([])).toEqual([]);
+  });
+
+  it('refuses a refund that is not a non-negative safe integer, giving nothing back', async () => {
+    const bucket = slow('bad-refund');
+    await store.acquire(bucket, 'k', 5);
+    for (const tokens of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
+      await expect(store.refund(bucket, 'k', tokens)).rejects.toThrow(RangeError);
+      await expect(store.refundAll([{ bucket, key: 'k', cost: tokens }])).rejects.toThrow(RangeError);
+    }
+    expect(await holds(bucket, 'k')).toBe(5);
+  });
+
+  it('gives back huge buckets exactly (capacity × period beyond 2^53)', async () => {
+    const huge = new TokenBucket('huge', 2 ** 52, new Rate(7_777_777, 1000));
+    await store.acquire(huge, 'k', 2 ** 51);
+    await store.refund(huge, 'k', 2 ** 50);
+    const left = await holds(huge, 'k');
+    // 2^51 + 2^50 held, plus the refill of the few ms the test took (7.8 tokens a µs)
+    expect(left).toBeGreaterThanOrEqual(2 ** 51 + 2 ** 50);
+    expect(left).toBeLessThanOrEqual(2 ** 51 + 2 ** 50 + 8_000_000_000);
+  });
+});
+
+describe('RedisStore.refundAll', () => {
+  it('makes one script call per hash slot', async () => {
+    const client = clusterClient(inject('redisClusterNodes'));
+    clients.push(client);
+    const store = new RedisStore(client, { prefix: uniquePrefix('refund calls') });
+    const a = new TokenBucket('a', 10, Rate.perHour(1));
+    const b = new TokenBucket('b', 10, Rate.perHour(1));
+    await store.acquireAll([
+      { bucket: a, key: 'alice', cost: 5 },
+      { bucket: b, key: 'alice', cost: 5 },
+      { bucket: a, key: 'bob', cost: 5 },
+    ]);
+    const calls = vi.spyOn(client, 'evalsha');
+    expect(
+      await store.refundAll([
+        { bucket: a, key: 'alice', cost: 5 },
+        { bucket: b, key: 'alice', cost: 5 },
+        { bucket: a, key: 'bob', cost: 5 },
+      ]),
+    ).toEqual([10, 10, 10]);
+    expect(calls).toHaveBeenCalledTimes(2);
+    calls.mockRestore();
+  });
+
+  it('remembers at most maxReceipts pairs; 0 turns refunds off', async () => {
+    const client = redisClient(inject('redisUrl'));
+    clients.push(client);
+    const bucket = new TokenBucket('receipts', 10, Rate.perHour(1));
+    const off = new RedisStore(client, { prefix: uniquePrefix('receipts off'), maxReceipts: 0 });
+    await off.acquire(bucket, 'k', 5);
+    expect(await off.refundAll([{ bucket, key: 'k', cost: 5 }])).toEqual([5]);
+    const two = new RedisStore(client, { prefix: uniquePrefix('receipts two'), maxReceipts: 2 });
+    for (const key of ['a', 'b', 'c']) await two.acquire(bucket, key, 5);
+    expect(await two.refundAll(['a', 'b', 'c'].map((key) => ({ bucket, key, cost: 5 })))).toEqual([5, 10, 10]);
+    expect(() => new RedisStore(client, { maxReceipts: -1 })).toThrow(RangeError);
+    expect(() => new MemoryStore({ maxReceipts: 1.5 })).toThrow(RangeError);
+  });
+});
