@@ -141,6 +141,8 @@ describe.each(SERVERS)('RateLimit-Policy and RateLimit on %s', (kind: ServerKind
     expect(denied.status).toBe(429);
     expect(denied.headers.get('retry-after')).toBe('720');
     expect(denied.headers.get('ratelimit-policy')).toBe('"ping";q=10;w=3600, "pong";q=5;w=3600');
+    // What the store says each bucket holds, nothing taken.
+    expect(denied.headers.get('ratelimit')).toBe('"ping";r=0;t=3600, "pong";r=5;t=0');
   });
 
   it('on an operation that can never fit: the policy that says why, no RateLimit and no Retry-After', async () => {
@@ -172,6 +174,17 @@ describe.each(SERVERS)('RateLimit-Policy and RateLimit on %s', (kind: ServerKind
     expect(answer.headers.get('ratelimit-policy')).toMatch(/^("ping";q=10;w=3600, "pong";q=5;w=3600|"pong";q=5;w=3600, "ping";q=10;w=3600)$/);
     const items = answer.headers.get('ratelimit')!.split(', ').sort();
     expect(items).toEqual(['"ping";r=6;t=1440', '"pong";r=2;t=2160']);
+  });
+
+  it('in a batch with a denied operation: the lowest r, admitted or denied', async () => {
+    const { post } = await serve();
+    const user = freshUser();
+    for (let i = 0; i < 4; i++) expect((await post({ query: '{ ping }' }, user)).status).toBe(200);
+    // Two tokens left: one of the two is served, the other denied.
+    const answer = await post<ResponseBody[]>([{ query: '{ ping }' }, { query: '{ ping }' }], user);
+    expect(answer.body.map((r) => r.errors?.[0]?.extensions?.['code'] ?? 'served').sort()).toEqual(['RATE_LIMITED', 'served']);
+    expect(answer.headers.get('ratelimit-policy')).toBe('"ping";q=10;w=3600');
+    expect(answer.headers.get('ratelimit')).toBe('"ping";r=0;t=3600');
   });
 
   it('sends neither field on an operation that touches no bucket, nor by default', async () => {

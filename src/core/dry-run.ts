@@ -60,13 +60,10 @@ export function dryRunReport(dry: Extract<DryRun, { kind: 'checked' }>): Record<
   return report;
 }
 
-type CheckAll = (requests: readonly AcquireRequest[]) => Promise<{ remaining: number[]; denied: { index: number; retryAfterMs: number | null }[] }>;
-
 async function checkAll(store: BucketStore, charges: readonly Charge[]): Promise<Check> {
   const requests = charges as readonly AcquireRequest[];
-  const check = (store as { checkAll?: CheckAll }).checkAll;
-  if (typeof check === 'function') {
-    const answer = await check.call(store, requests);
+  if (store.checkAll) {
+    const answer = await store.checkAll(requests);
     const retryAfterMs: (number | null | undefined)[] = requests.map(() => undefined);
     for (const { index, retryAfterMs: wait } of answer.denied) retryAfterMs[index] = wait;
     return { remaining: answer.remaining, retryAfterMs };

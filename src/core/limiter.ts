@@ -157,7 +157,8 @@ export class Limiter<TContext> {
         result.denied.find((d) => d.retryAfterMs === null) ??
         result.denied.reduce((a, b) => ((b.retryAfterMs ?? 0) > (a.retryAfterMs ?? 0) ? b : a));
       const charge = charges[worst.index]!;
-      const { remaining } = result as { remaining?: number[] };
+      // A store without `remaining` on denials (one of the user's own) leaves the RateLimit field out.
+      const { remaining } = result as Partial<Pick<typeof result, 'remaining'>>;
       return { kind: 'denied', bucket: charge.bucket, cost: charge.cost, retryAfterMs: result.retryAfterMs, charges, ...(remaining ? { remaining } : {}) };
     }
     return { kind: 'allowed', charges, remaining: result.remaining };

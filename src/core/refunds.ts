@@ -16,16 +16,9 @@ export interface Refunded {
 
 type Admitted = Extract<Decision, { kind: 'allowed' }>;
 
-/** A store's ways of giving tokens back: `refundAll` takes several (bucket, key, tokens) in one call. */
-interface Refunding {
-  refundAll?(requests: readonly AcquireRequest[]): Promise<void | number[]>;
-  refund?(bucket: AcquireRequest['bucket'], key: AcquireRequest['key'], tokens: number): Promise<unknown>;
-}
-
 /** `refundUnusedCost` with a store that cannot give tokens back is a programming error. */
 export function assertCanRefund(store: BucketStore, owner: string): void {
-  const refunding = store as BucketStore & Refunding;
-  if (typeof refunding.refundAll !== 'function' && typeof refunding.refund !== 'function') {
+  if (typeof store.refundAll !== 'function' && typeof store.refund !== 'function') {
     throw new TypeError(`${owner} option "refundUnusedCost" needs a store with refundAll or refund (RedisStore and MemoryStore have both)`);
   }
 }
@@ -89,10 +82,10 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
  * bucket. Resolves to the whole tokens each bucket holds after it, when the
  * store says.
  */
-async function refundAll(store: BucketStore & Refunding, refunds: readonly AcquireRequest[]): Promise<number[] | undefined> {
+async function refundAll(store: BucketStore, refunds: readonly AcquireRequest[]): Promise<number[] | undefined> {
   if (store.refundAll) {
     const after = await store.refundAll(refunds);
-    return Array.isArray(after) && after.length === refunds.length ? (after as number[]) : undefined;
+    return Array.isArray(after) && after.length === refunds.length ? after : undefined;
   }
   await Promise.all(refunds.map(({ bucket, key, cost }) => store.refund!(bucket, key, cost)));
   return undefined;
