@@ -104,6 +104,8 @@ function limits(options: ExampleOptions): Omit<LimiterOptions<unknown>, 'identif
     store: options.store ?? new MemoryStore(),
     buckets: Object.values(buckets),
     reportCost: true,
+    // Charge what the response used: a search returning 2 books pays for 2.
+    refundUnusedCost: true,
     // RateLimit-Policy and RateLimit on every charged HTTP response.
     rateLimitHeaders: true,
     // Apollo Sandbox introspects this server (about 15,000 tokens of `api`
