@@ -6,8 +6,11 @@ import { tokenBucketDirectiveTypeDefs } from '../src/index.js';
  * (bench/graphql-server.ts) so every variant serves the same thing.
  */
 
-/** The server variants, in the order each round runs them. */
-export const VARIANTS = ['none', 'ours', 'graphql-rate-limit-directive'] as const;
+/**
+ * The server variants, in the order each round runs them. `ours+usage` is
+ * `ours` with `refundUnusedCost` and `rateLimitHeaders` on.
+ */
+export const VARIANTS = ['none', 'ours', 'ours+usage', 'graphql-rate-limit-directive'] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 export function isVariant(value: string | undefined): value is Variant {

@@ -3,7 +3,7 @@
  *
  *   node --import tsx bench/graphql-server.ts <variant> <port> <redisUrl>
  *
- * `variant` is `none`, `ours` or `graphql-rate-limit-directive`, or one of the
+ * `variant` is `none`, `ours`, `ours+usage` or `graphql-rate-limit-directive`, or one of the
  * flood benchmark's `flooded` and `flooded-no-cache`; port 0 picks
  * a free one. Prints `READY <url>` once it listens, stops on SIGTERM/SIGINT,
  * and exits when its stdin closes so a crashed parent leaves nothing behind.
@@ -61,13 +61,17 @@ function setUp(variant: Variant | FloodVariant, redis: Redis): Setup {
     }
     case 'none':
       return { schema: makeExecutableSchema({ typeDefs: TOKEN_BUCKET_TYPE_DEFS, resolvers: RESOLVERS }), plugins: [] };
-    case 'ours': {
+    case 'ours':
+    case 'ours+usage': {
       const rate = Rate.perSecond(OUR_REFILL_PER_SECOND);
       const buckets = ['api', 'list', 'price'].map((name) => new TokenBucket(name, OUR_CAPACITY, rate));
+      const usage = variant === 'ours+usage';
       const plugin = tokenBucketPlugin<BenchContext>({
         store: new RedisStore(redis),
         buckets,
         identify: ({ contextValue }) => contextValue.user,
+        refundUnusedCost: usage,
+        rateLimitHeaders: usage,
       });
       return { schema: makeExecutableSchema({ typeDefs: TOKEN_BUCKET_TYPE_DEFS, resolvers: RESOLVERS }), plugins: [plugin] };
     }

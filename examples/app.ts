@@ -104,6 +104,10 @@ function limits(options: ExampleOptions): Omit<LimiterOptions<unknown>, 'identif
     store: options.store ?? new MemoryStore(),
     buckets: Object.values(buckets),
     reportCost: true,
+    // Charge what the response used: a search returning 2 books pays for 2.
+    refundUnusedCost: true,
+    // RateLimit-Policy and RateLimit on every charged HTTP response.
+    rateLimitHeaders: true,
     // Apollo Sandbox introspects this server (about 15,000 tokens of `api`
     // with the default list size); production servers turn introspection off.
     chargeIntrospection: false,
@@ -191,10 +195,10 @@ export async function startExampleServer(options: ExampleOptions & { port?: numb
   });
   await server.start();
 
-  // Apollo Sandbox calls from its own origin; Retry-After must be readable there too.
+  // Apollo Sandbox calls from its own origin; Retry-After and the RateLimit fields must be readable there too.
   app.use((req, res, next) => {
     res.setHeader('access-control-allow-origin', '*');
-    res.setHeader('access-control-expose-headers', 'retry-after');
+    res.setHeader('access-control-expose-headers', 'retry-after, ratelimit-policy, ratelimit');
     if (req.method !== 'OPTIONS') return next();
     res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
     res.setHeader('access-control-allow-headers', req.headers['access-control-request-headers'] ?? 'content-type');

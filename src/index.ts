@@ -25,6 +25,10 @@ export { DEFAULT_MEASURE, DEFAULT_ON_STORE_ERROR, DEFAULT_STORE_TIMEOUT_MS } fro
 export { DEFAULT_DENY_CACHE, DENY_CACHE_MAX_ENTRIES } from './core/deny-cache.js';
 export type { Identity } from './core/tiers.js';
 export type { MeterProviderLike, MeterLike, DecisionResult } from './core/metrics.js';
+export { DEFAULT_REFUND_UNUSED_COST } from './core/refunds.js';
+export { DEFAULT_COST_HEADER } from './core/cost-header.js';
+export type { BucketCheck } from './core/dry-run.js';
+export { DEFAULT_RATE_LIMIT_HEADERS } from './core/ratelimit-headers.js';
 export type { LimiterOptions, Logger } from './core/options.js';
 export type { TokenBucketPluginOptions } from './apollo/options.js';
 export { getRetryAfter, RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from './client.js';

@@ -55,6 +55,7 @@ function exampleYoga(store: RecordingStore, options: Partial<UseTokenBucketOptio
         identify: ({ request, req }, bucket) =>
           bucket === buckets.login ? (req.socket.remoteAddress ?? 'unknown') : (request.headers.get('x-user-id') ?? req.socket.remoteAddress ?? 'unknown'),
         reportCost: true,
+        refundUnusedCost: true,
         chargeIntrospection: false,
         ...options,
       }),
@@ -126,8 +127,8 @@ describe.each([
     expect(answer.body).toEqual({
       data: { search: expect.any(Array) },
       extensions: {
-        // api: search's default 10 books × (Book 1 + id 0) = 10; search: its fixed 5.
-        rateLimit: { api: { cost: 10, remaining: 990, capacity: 1000 }, search: { cost: 5, remaining: 15, capacity: 20 } },
+        // api: search's default 10 books × (Book 1 + id 0) = 10; search: its fixed 5. All of it came back.
+        rateLimit: { api: { cost: 10, actualCost: 10, remaining: 990, capacity: 1000 }, search: { cost: 5, actualCost: 5, remaining: 15, capacity: 20 } },
       },
     });
   });
@@ -147,16 +148,15 @@ describe.each([
   it('takes an operation\'s tokens all or nothing, in one store call', async () => {
     const served = await startServer();
     const user = freshUser();
-    // export: 1 row × (Row 1 + id @cost 1 + cells 10 (default size) × @cost 1) = 12;
-    // api: search 2 × (Book 1 + id 0) = 2, plus export's 12 = 14; search: its fixed 5.
-    // Three buckets, one call.
-    const three = { query: '{ search(term: "Book", first: 2) { id } export(rows: 1) { id cells } }' };
+    // export: 1 row × (Row 1 + id @cost 1) = 2; api: search 2 × (Book 1 + id 0) = 2, plus
+    // export's 2 = 4; search: its fixed 5. Three buckets, one call; the response uses all of it.
+    const three = { query: '{ search(term: "Book", first: 2) { id } export(rows: 1) { id } }' };
     const first = await served.post(three, user);
     expect(first.status).toBe(200);
     expect(first.body.extensions?.['rateLimit']).toEqual({
-      api: { cost: 14, remaining: 986, capacity: 1000 },
-      search: { cost: 5, remaining: 15, capacity: 20 },
-      export: { cost: 12, remaining: 488, capacity: 500 },
+      api: { cost: 4, actualCost: 4, remaining: 996, capacity: 1000 },
+      search: { cost: 5, actualCost: 5, remaining: 15, capacity: 20 },
+      export: { cost: 2, actualCost: 2, remaining: 498, capacity: 500 },
     });
     expect(served.store.calls).toHaveLength(1);
     expect(served.store.calls[0]!.map((r) => r.bucket.name).sort()).toEqual(['api', 'export', 'search']);
@@ -167,9 +167,9 @@ describe.each([
     expect(denied.status).toBe(429);
     expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'search', cost: 5 });
     expect(await served.left(buckets.search, user)).toBe(0);
-    expect(await served.left(buckets.export, user)).toBeGreaterThanOrEqual(500 - 4 * 12);
-    expect(await served.left(buckets.export, user)).toBeLessThan(500 - 4 * 12 + 1);
-    expect(await served.left(buckets.api, user)).toBeLessThan(1000 - 4 * 14 + 1);
+    expect(await served.left(buckets.export, user)).toBeGreaterThanOrEqual(500 - 4 * 2);
+    expect(await served.left(buckets.export, user)).toBeLessThan(500 - 4 * 2 + 1);
+    expect(await served.left(buckets.api, user)).toBeLessThan(1000 - 4 * 4 + 1);
     expect(served.store.calls).toHaveLength(5); // one per operation (the reads above are not all-or-nothing calls)
   });
 
@@ -177,9 +177,10 @@ describe.each([
     const served = await startServer();
     const query = 'query Books($n: Int) { books(first: $n) { author { name } } }';
     // n × (Book 1 + author (1 + name 0)) = 2n: 500 fills api's 1000 exactly, 501 never fits.
+    // The example holds 50 books: 100 tokens used, 900 given back.
     const small = await served.post({ query, variables: { n: 500 } }, freshUser());
     expect(small.status).toBe(200);
-    expect(small.body.extensions?.['rateLimit']).toMatchObject({ api: { cost: 1000, remaining: 0, capacity: 1000 } });
+    expect(small.body.extensions?.['rateLimit']).toEqual({ api: { cost: 1000, actualCost: 100, remaining: 900, capacity: 1000 } });
     const large = await served.post({ query, variables: { n: 501 } }, freshUser());
     expect(large.status).toBe(429);
     expect(large.body.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 1002 });
@@ -231,7 +232,7 @@ describe('GraphQL Yoga batches (batching: true)', () => {
       errors: [{ message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number), bucket: 'search', cost: 5 } }],
     });
     expect(denied?.errors?.[0]?.extensions?.['retryAfter']).toBeGreaterThan(13.5);
-    expect(served).toEqual({ data: { book: { title: 'Book 1' } }, extensions: { rateLimit: { api: { cost: 1, remaining: expect.any(Number), capacity: 1000 } } } });
+    expect(served).toEqual({ data: { book: { title: 'Book 1' } }, extensions: { rateLimit: { api: { cost: 1, actualCost: 1, remaining: expect.any(Number), capacity: 1000 } } } });
   });
 });
 

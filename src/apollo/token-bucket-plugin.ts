@@ -1,10 +1,16 @@
-import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext, GraphQLRequestListener, GraphQLServerContext } from '@apollo/server';
+import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext, GraphQLRequestListener, GraphQLServerContext, HeaderMap } from '@apollo/server';
 import { GraphQLError } from 'graphql';
 import type { GraphQLSchema } from 'graphql';
 import { rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
+import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
+import type { CostHeaderMode } from '../core/cost-header.js';
+import { dryRun, dryRunReport } from '../core/dry-run.js';
+import type { BucketCheck, DryRun } from '../core/dry-run.js';
 import { Limiter } from '../core/limiter.js';
-import type { BucketReport } from '../core/limiter.js';
+import type { Decision, OperationInput } from '../core/limiter.js';
+import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
+import { refundUnused } from '../core/refunds.js';
 import { subscriptionAnnotations, subscriptionsLimited } from '../core/subscriptions.js';
 import type { TokenBucketPluginOptions } from './options.js';
 
@@ -24,7 +30,9 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   options: TokenBucketPluginOptions<TContext>,
 ): ApolloServerPlugin<TContext> {
   const limiter = new Limiter<GraphQLRequestContext<TContext>>(options, 'tokenBucketPlugin');
-  const { reportCost } = limiter.settings;
+  const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
+  // Keyed by the response head, which the operations of an HTTP batch share.
+  const fieldsByResponse = new RateLimitFieldsByResponse();
 
   return {
     async serverWillStart({ schema, logger }) {
@@ -39,28 +47,48 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
     },
 
     async requestDidStart(): Promise<GraphQLRequestListener<TContext>> {
-      let report: Record<string, BucketReport> | undefined;
+      let input: OperationInput<GraphQLRequestContext<TContext>> | undefined;
+      let decision: Decision | undefined;
+      let mode: CostHeaderMode | undefined;
+      /** The answer to `GraphQL-Cost: validate`, sent instead of running the operation. */
+      let validated: Record<string, BucketCheck> | undefined;
       let retryAfterSeconds: number | undefined;
 
       return {
         async didResolveOperation(requestContext) {
           const { document, operation, schema, logger } = requestContext;
+          if (costHeader) {
+            const value = requestContext.request.http?.headers.get(COST_HEADER);
+            const asked = costHeaderMode(value);
+            if (asked === null) throw invalidCostHeaderError(value ?? '', apolloHttp);
+            mode = asked;
+          }
           if (!operation) return;
-          let decision;
+          input = {
+            schema,
+            document,
+            operation,
+            variables: requestContext.request.variables,
+            context: requestContext,
+            logger,
+          };
+          let dry: DryRun | undefined;
           try {
-            decision = await limiter.decide({
-              schema,
-              document,
-              operation,
-              variables: requestContext.request.variables,
-              context: requestContext,
-              logger,
-            });
+            if (mode === 'validate') dry = await dryRun(limiter, input);
+            else decision = await limiter.decide(input);
           } catch (error) {
             // An operation the cost analysis refuses is the client's to fix.
             if (error instanceof GraphQLError) throw withHttpStatus(error, 400, apolloHttp);
             throw error;
           }
+          if (dry !== undefined) {
+            if (dry.kind === 'store_error') throw unavailableError(apolloHttp);
+            validated = dry.kind === 'checked' ? dryRunReport(dry) : {};
+            if (rateLimitHeaders && dry.kind === 'checked') fieldsByResponse.for(requestContext.response.http).addCharges(dry.charges, dry.remaining);
+            return;
+          }
+          if (decision === undefined) return;
+          if (rateLimitHeaders && decision.kind === 'denied') fieldsByResponse.for(requestContext.response.http).addDecision(decision);
           switch (decision.kind) {
             case 'denied':
               if (decision.retryAfterMs !== null) retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000);
@@ -69,11 +97,15 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
               if (!decision.allowed) throw unavailableError(apolloHttp);
               return;
             case 'allowed':
-              if (reportCost) report = limiter.report(decision);
-              return;
             case 'free':
               return;
           }
+        },
+
+        async responseForOperation() {
+          if (validated === undefined) return null;
+          // Priced and checked, not run: no `data`, HTTP 200.
+          return { http: { headers: new Map() as HeaderMap }, body: { kind: 'single', singleResult: { extensions: { rateLimit: validated } } } };
         },
 
         async willSendResponse(requestContext) {
@@ -84,14 +116,24 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             const seconds = Number.isFinite(existing) ? Math.max(existing, retryAfterSeconds) : retryAfterSeconds;
             http.headers.set('retry-after', String(seconds));
           }
-          if (report) {
+          if (decision?.kind === 'allowed' && input !== undefined) {
             const body = requestContext.response.body;
-            if (body?.kind === 'single') {
-              body.singleResult.extensions = { ...body.singleResult.extensions, rateLimit: report };
-            } else if (body?.kind === 'incremental') {
-              body.initialResult.extensions = { ...body.initialResult.extensions, rateLimit: report };
+            // An incremental delivery or a subscription keeps its estimate.
+            const refunded =
+              refundUnusedCost && body?.kind === 'single' && input.operation.operation !== 'subscription'
+                ? await refundUnused(limiter, input, decision, body.singleResult.data)
+                : undefined;
+            if (rateLimitHeaders) fieldsByResponse.for(http).addDecision(decision, refunded);
+            const report = reportCost || mode === 'report' ? limiter.report(decision, refunded) : undefined;
+            if (report) {
+              if (body?.kind === 'single') {
+                body.singleResult.extensions = { ...body.singleResult.extensions, rateLimit: report };
+              } else if (body?.kind === 'incremental') {
+                body.initialResult.extensions = { ...body.initialResult.extensions, rateLimit: report };
+              }
             }
           }
+          if (rateLimitHeaders) fieldsByResponse.get(http)?.writeTo(http.headers);
         },
       };
     },

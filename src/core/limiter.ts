@@ -1,6 +1,6 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel } from '../cost/cost-model.js';
-import type { AcquireRequest, BatchAdmission, BucketKey, DeniedRequest } from '../stores/bucket-store.js';
+import type { AcquireRequest, BatchAdmission, BucketKey } from '../stores/bucket-store.js';
 import { acquireAllFrom } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 import { DenyCache } from './deny-cache.js';
@@ -8,6 +8,7 @@ import type { StoreCall } from './deny-cache.js';
 import { describeError } from './errors.js';
 import { LimiterMetrics } from './metrics.js';
 import { validateOptions } from './options.js';
+import type { Refunded } from './refunds.js';
 import type { LimiterOptions, Logger, Settings } from './options.js';
 import { resolveIdentity } from './tiers.js';
 import type { ResolvedIdentity } from './tiers.js';
@@ -26,6 +27,8 @@ export interface Charge {
 /** What one operation spent of one bucket, for `reportCost`. */
 export interface BucketReport {
   cost: number;
+  /** With `refundUnusedCost`: what the response cost; `cost - actualCost` went back to the bucket. */
+  actualCost?: number;
   remaining: number;
   capacity: number;
   /** A measured bucket that would have denied the operation. */
@@ -60,12 +63,17 @@ export type Decision =
   /**
    * Nothing was taken. `bucket` and `cost` name the bucket the client waits
    * longest for; `retryAfterMs` is null when the operation can never succeed.
+   * `charges` are what the store was asked for (none when a cost above its
+   * bucket's capacity was refused without asking).
    */
   | {
       readonly kind: 'denied';
       readonly bucket: TokenBucket;
       readonly cost: number;
       readonly retryAfterMs: number | null;
+      readonly charges?: readonly Charge[];
+      /** What each of `charges` holds now, when the store says. */
+      readonly remaining?: readonly number[];
     }
   /** The store failed or timed out; `allowed` says what `onStoreError` made of it. */
   | { readonly kind: 'store_error'; readonly allowed: boolean; readonly error: unknown };
@@ -148,25 +156,8 @@ export class Limiter<TContext> {
    */
   async decide(input: OperationInput<TContext>): Promise<Decision> {
     const { settings, metrics } = this;
-    const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
-    if (costs.size === 0) return FREE;
-
-    const charges: Charge[] = [];
-    for (const [name, cost] of costs) {
-      const configured = settings.buckets.get(name);
-      if (configured === undefined) continue; // checked when the model was accepted
-      const identity = await settings.identify(input.context, configured);
-      let resolved: ResolvedIdentity;
-      try {
-        resolved = resolveIdentity(identity, configured);
-      } catch (error) {
-        // The user's bug, never a store failure, and never an admission for free.
-        input.logger.error(`graphql-token-bucket: ${describeError(error)}`);
-        throw error;
-      }
-      charges.push({ bucket: resolved.bucket, key: resolved.key, cost, measured: settings.measured.has(name) });
-    }
-    if (charges.length === 0) return FREE;
+    const charges = await this.charges(input);
+    if (charges === null) return FREE;
     for (const { bucket, cost } of charges) metrics.estimatedCost(bucket.name, cost);
 
     // A cost above the capacity never fits: no store call for an enforced bucket.
@@ -235,7 +226,7 @@ export class Limiter<TContext> {
     const answeredAt = performance.now();
     metrics.storeDuration((answeredAt - sentAt) / 1000);
 
-    if (!result.allowed) return this.denied(charges, result.denied, sentAt, answeredAt, input.logger);
+    if (!result.allowed) return this.denied(charges, result, sentAt, answeredAt, input.logger);
 
     const wouldDeny: WouldDeny[] = [];
     if (measuredNever) {
@@ -269,12 +260,42 @@ export class Limiter<TContext> {
     this.denials?.forget(bucket, key);
   }
 
-  /** `extensions.rateLimit` of an admitted operation. */
-  report(decision: Decision): Record<string, BucketReport> | undefined {
+  /**
+   * Whose tokens an operation would spend and how many, bucket by bucket, as
+   * `decide` charges them (a cost above a capacity included), without asking
+   * the store: `null` when it touches no bucket. Throws what `decide` throws.
+   */
+  async charges(input: OperationInput<TContext>): Promise<Charge[] | null> {
+    const { settings } = this;
+    const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
+    if (costs.size === 0) return null;
+    const charges: Charge[] = [];
+    for (const [name, cost] of costs) {
+      const configured = settings.buckets.get(name);
+      if (configured === undefined) continue; // checked when the model was accepted
+      const identity = await settings.identify(input.context, configured);
+      let resolved: ResolvedIdentity;
+      try {
+        resolved = resolveIdentity(identity, configured);
+      } catch (error) {
+        // The user's bug, never a store failure, and never an admission for free.
+        input.logger.error(`graphql-token-bucket: ${describeError(error)}`);
+        throw error;
+      }
+      charges.push({ bucket: resolved.bucket, key: resolved.key, cost, measured: settings.measured.has(name) });
+    }
+    return charges.length === 0 ? null : charges;
+  }
+
+  /** `extensions.rateLimit` of an admitted operation; with `refunded`, its actual cost and what is left after the refund. */
+  report(decision: Decision, refunded?: Refunded): Record<string, BucketReport> | undefined {
     if (decision.kind !== 'allowed') return undefined;
     const report: Record<string, BucketReport> = {};
     decision.charges.forEach(({ bucket, cost }, i) => {
-      report[bucket.name] = { cost, remaining: decision.remaining[i] ?? 0, capacity: bucket.capacity };
+      report[bucket.name] =
+        refunded === undefined
+          ? { cost, remaining: decision.remaining[i] ?? 0, capacity: bucket.capacity }
+          : { cost, actualCost: refunded.actualCosts[i] ?? cost, remaining: refunded.remaining[i] ?? 0, capacity: bucket.capacity };
     });
     for (const { index } of decision.wouldDeny) {
       const entry = report[decision.charges[index]?.bucket.name ?? ''];
@@ -304,7 +325,8 @@ export class Limiter<TContext> {
   }
 
   /** The store denied the operation: remember each short enforced bucket and name the one waited for longest. */
-  private denied(charges: readonly Charge[], denied: readonly DeniedRequest[], sentAt: number, answeredAt: number, logger: Logger): Decision {
+  private denied(charges: readonly Charge[], result: Extract<BatchAdmission, { allowed: false }>, sentAt: number, answeredAt: number, logger: Logger): Decision {
+    const { denied } = result;
     let worst: { charge: Charge; retryAfterMs: number | null } | undefined;
     for (const { index, retryAfterMs } of denied) {
       const charge = charges[index];
@@ -321,7 +343,9 @@ export class Limiter<TContext> {
       logger.error(message);
       throw new Error(message);
     }
-    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
+    // A store without `remaining` on denials (one of the user's own) leaves the RateLimit field out.
+    const { remaining } = result as Partial<Pick<typeof result, 'remaining'>>;
+    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs, charges, ...(remaining ? { remaining } : {}) };
   }
 }
 

@@ -1,6 +1,9 @@
 import { DEFAULT_LIST_SIZE } from '../cost/cost-model.js';
 import type { BucketStore } from '../stores/bucket-store.js';
 import { TokenBucket } from '../token-bucket.js';
+import { DEFAULT_COST_HEADER } from './cost-header.js';
+import { DEFAULT_RATE_LIMIT_HEADERS } from './ratelimit-headers.js';
+import { DEFAULT_REFUND_UNUSED_COST, assertCanRefund } from './refunds.js';
 import { DEFAULT_DENY_CACHE } from './deny-cache.js';
 import type { MeterProviderLike } from './metrics.js';
 import type { Identity } from './tiers.js';
@@ -59,6 +62,28 @@ export interface LimiterOptions<TContext> {
   /** Add `extensions.rateLimit: { [bucket]: { cost, remaining, capacity } }` to responses. Default `false`. */
   reportCost?: boolean;
   /**
+   * Charge what an operation used: once it has run, price the response about
+   * to be sent (each list by the items it holds, nothing below a null) and give
+   * the difference from the estimate back to its buckets, in one store call,
+   * before the response leaves. The report then adds `actualCost`. Queries and
+   * mutations only: an incremental delivery (`@defer`, `@stream`) or a
+   * subscription keeps the estimate. Default `DEFAULT_REFUND_UNUSED_COST` (`false`).
+   */
+  refundUnusedCost?: boolean;
+  /**
+   * Honour the `GraphQL-Cost` request header over HTTP: `report` adds the cost
+   * report to that response, `validate` prices the operation and checks its
+   * buckets without running it or taking a token; any other value is a 400.
+   * Default `DEFAULT_COST_HEADER` (`true`).
+   */
+  costHeader?: boolean;
+  /**
+   * Add the IETF `RateLimit-Policy` and `RateLimit` header fields to every
+   * charged HTTP response, admitted or denied. Default
+   * `DEFAULT_RATE_LIMIT_HEADERS` (`false`).
+   */
+  rateLimitHeaders?: boolean;
+  /**
    * Buckets that count but never deny (`true`: every bucket): they are
    * charged as if enforced, so their state evolves exactly as it would; an
    * operation only they would deny runs, the logger warns
@@ -95,6 +120,9 @@ export interface Settings<TContext> {
   readonly onStoreError: 'allow' | 'deny';
   readonly storeTimeoutMs: number;
   readonly reportCost: boolean;
+  readonly refundUnusedCost: boolean;
+  readonly costHeader: boolean;
+  readonly rateLimitHeaders: boolean;
   /** Names of the measured buckets. */
   readonly measured: ReadonlySet<string>;
   readonly denyCache: boolean;
@@ -130,6 +158,8 @@ export function validateOptions<TContext>(options: LimiterOptions<TContext>, own
   if (typeof storeTimeoutMs !== 'number' || !(storeTimeoutMs > 0) || storeTimeoutMs > 2_147_483_647) {
     throw new RangeError(`${owner} option "storeTimeoutMs" must be a positive number of milliseconds, got ${String(storeTimeoutMs)}`);
   }
+  const refundUnusedCost = booleanOption(options.refundUnusedCost, 'refundUnusedCost', DEFAULT_REFUND_UNUSED_COST, owner);
+  if (refundUnusedCost) assertCanRefund(store, owner);
   const measure = options.measure ?? DEFAULT_MEASURE;
   let measured: ReadonlySet<string>;
   if (typeof measure === 'boolean') {
@@ -159,8 +189,17 @@ export function validateOptions<TContext>(options: LimiterOptions<TContext>, own
     onStoreError,
     storeTimeoutMs,
     reportCost: options.reportCost === true,
+    refundUnusedCost,
+    costHeader: booleanOption(options.costHeader, 'costHeader', DEFAULT_COST_HEADER, owner),
+    rateLimitHeaders: booleanOption(options.rateLimitHeaders, 'rateLimitHeaders', DEFAULT_RATE_LIMIT_HEADERS, owner),
     measured,
     denyCache,
     meterProvider,
   };
+}
+
+function booleanOption(value: unknown, name: string, fallback: boolean, owner: string): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new TypeError(`${owner} option "${name}" must be a boolean, got ${String(value)}`);
+  return value;
 }

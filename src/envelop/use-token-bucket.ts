@@ -1,12 +1,18 @@
 import type { Plugin } from '@envelop/core';
 import { getOperationAST, GraphQLError, isSchema } from 'graphql';
-import type { DocumentNode, GraphQLSchema } from 'graphql';
+import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
+import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
+import type { CostHeaderMode } from '../core/cost-header.js';
+import { dryRun, dryRunReport } from '../core/dry-run.js';
+import type { DryRun } from '../core/dry-run.js';
 import { rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
 import { Limiter } from '../core/limiter.js';
-import type { BucketReport, Decision, OperationInput } from '../core/limiter.js';
+import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
+import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
+import { refundUnused } from '../core/refunds.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
 import type { UseTokenBucketOptions } from './options.js';
 
@@ -17,15 +23,27 @@ import type { UseTokenBucketOptions } from './options.js';
  */
 const yogaHttp: HttpExtension = (status, headers) => ({ status, headers: { ...headers } });
 
-/** The envelop plugin, with the GraphQL Yoga hook that hands it Yoga's logger. */
+/** The envelop plugin, with the GraphQL Yoga hooks that hand it Yoga's logger and each HTTP response. */
 export type TokenBucketEnvelopPlugin<TContext extends object> = Plugin<TContext> & {
   onYogaInit(payload: { yoga: { logger: Logger } }): void;
+  onResponse(payload: { request: Request; response: Response }): void;
 };
 
-/** An operation the plugin answers itself, or one it lets run (`null`: one execution will refuse). */
+/**
+ * An operation the plugin answers itself (refused, or `GraphQL-Cost:
+ * validate`), or one it lets run (`null`: one execution will refuse).
+ */
 type Admission<TContext> =
-  | { readonly refused: GraphQLError }
-  | { readonly refused?: undefined; readonly input: OperationInput<TContext>; readonly decision: Decision };
+  | { readonly answer: ExecutionResult }
+  | { readonly answer?: undefined; readonly input: OperationInput<TContext>; readonly decision: Decision; readonly mode: CostHeaderMode | undefined };
+
+/** The `Request` GraphQL Yoga puts in the context: the header is read from it, the response fields are keyed by it. */
+function requestOf(context: unknown): Request | undefined {
+  const request = (context as { request?: unknown } | null)?.request;
+  return typeof request === 'object' && request !== null && typeof (request as Partial<Request>).headers?.get === 'function'
+    ? (request as Request)
+    : undefined;
+}
 
 /**
  * The envelop plugin (GraphQL Yoga, and every server built on envelop): each
@@ -46,10 +64,22 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     throw new TypeError(`${owner} option "logger" must have warn and error methods`);
   }
   let logger: Logger = options.logger ?? console;
-  const { reportCost } = limiter.settings;
+  const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
+  // Keyed by Yoga's Request, which the operations of an HTTP batch share.
+  const fieldsByRequest = new RateLimitFieldsByResponse();
   let loaded = false;
 
-  async function admit(args: { schema: unknown; document: unknown; operationName?: unknown; variableValues?: unknown; contextValue: TContext }): Promise<Admission<TContext> | null> {
+  async function admit(
+    args: { schema: unknown; document: unknown; operationName?: unknown; variableValues?: unknown; contextValue: TContext },
+  ): Promise<Admission<TContext> | null> {
+    const request = requestOf(args.contextValue);
+    let mode: CostHeaderMode | undefined;
+    if (costHeader && request !== undefined) {
+      const value = request.headers.get(COST_HEADER);
+      const asked = costHeaderMode(value);
+      if (asked === null) return { answer: { errors: [invalidCostHeaderError(value ?? '', yogaHttp)] } };
+      mode = asked;
+    }
     const document = args.document as DocumentNode;
     const operation = getOperationAST(document, typeof args.operationName === 'string' ? args.operationName : undefined);
     // Execution itself answers "must provide operation name" and runs nothing.
@@ -62,27 +92,41 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       context: args.contextValue,
       logger,
     };
-    let decision: Decision;
+    let decision: Decision | undefined;
+    let dry: DryRun | undefined;
     try {
-      decision = await limiter.decide(input);
+      if (mode === 'validate') dry = await dryRun(limiter, input);
+      else decision = await limiter.decide(input);
     } catch (error) {
       // An operation the cost analysis refuses is the client's to fix.
-      if (error instanceof GraphQLError) return { refused: withHttpStatus(error, 400, yogaHttp) };
+      if (error instanceof GraphQLError) return { answer: { errors: [withHttpStatus(error, 400, yogaHttp)] } };
       throw error;
     }
+    if (dry !== undefined) {
+      if (dry.kind === 'store_error') return { answer: { errors: [unavailableError(yogaHttp)] } };
+      if (rateLimitHeaders && request !== undefined && dry.kind === 'checked') fieldsByRequest.for(request).addCharges(dry.charges, dry.remaining);
+      // Priced and checked, not run: no `data`, HTTP 200.
+      return { answer: { extensions: { rateLimit: dry.kind === 'checked' ? dryRunReport(dry) : {} } } };
+    }
+    if (decision === undefined) return null;
+    if (rateLimitHeaders && request !== undefined && decision.kind === 'denied') fieldsByRequest.for(request).addDecision(decision);
     switch (decision.kind) {
       case 'denied':
-        return { refused: rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, yogaHttp) };
+        return { answer: { errors: [rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, yogaHttp)] } };
       case 'store_error':
-        return decision.allowed ? { input, decision } : { refused: unavailableError(yogaHttp) };
+        return decision.allowed ? { input, decision, mode } : { answer: { errors: [unavailableError(yogaHttp)] } };
       default:
-        return { input, decision };
+        return { input, decision, mode };
     }
   }
 
   return {
     onYogaInit({ yoga }) {
       if (options.logger === undefined) logger = yoga.logger;
+    },
+
+    onResponse({ request, response }) {
+      if (rateLimitHeaders) fieldsByRequest.get(request)?.writeTo(response.headers);
     },
 
     onSchemaChange({ schema }) {
@@ -99,25 +143,34 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     async onExecute({ args, setResultAndStopExecution }) {
       const admission = await admit(args);
       if (admission === null) return;
-      if (admission.refused) {
-        setResultAndStopExecution({ errors: [admission.refused] });
+      if (admission.answer) {
+        setResultAndStopExecution(admission.answer);
         return;
       }
-      const report = reportCost ? limiter.report(admission.decision) : undefined;
-      if (report === undefined) return;
+      const { input, decision, mode } = admission;
+      if (decision.kind !== 'allowed') return;
+      const request = rateLimitHeaders ? requestOf(args.contextValue) : undefined;
+      const reported = reportCost || mode === 'report';
+      if (!reported && request === undefined && !refundUnusedCost) return;
       return {
-        onExecuteDone({ result, setResult }) {
+        async onExecuteDone({ result, setResult }) {
           if (!isAsyncIterable(result)) {
-            setResult(withRateLimitReport(result, report));
+            const refunded = refundUnusedCost ? await refundUnused(limiter, input, decision, result.data) : undefined;
+            if (request !== undefined) fieldsByRequest.for(request).addDecision(decision, refunded);
+            const report = reported ? limiter.report(decision, refunded) : undefined;
+            if (report !== undefined) setResult(withRateLimitReport(result, report));
             return;
           }
-          // Incremental delivery: the first payload carries the report.
-          let reported = false;
+          // Incremental delivery keeps its estimate; the first payload carries the report.
+          if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
+          const report = reported ? limiter.report(decision) : undefined;
+          if (report === undefined) return;
+          let sent = false;
           return {
             onNext({ result: payload, setResult: setPayload }) {
-              if (reported) return;
-              reported = true;
-              setPayload(withRateLimitReport(payload, report as Record<string, BucketReport>));
+              if (sent) return;
+              sent = true;
+              setPayload(withRateLimitReport(payload, report));
             },
           };
         },
@@ -127,11 +180,15 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     async onSubscribe({ args, setResultAndStopExecution }) {
       const admission = await admit(args);
       if (admission === null) return;
-      if (admission.refused) {
-        setResultAndStopExecution({ errors: [admission.refused] });
+      if (admission.answer) {
+        setResultAndStopExecution(admission.answer);
         return;
       }
       const { input, decision } = admission;
+      if (rateLimitHeaders && decision.kind === 'allowed') {
+        const request = requestOf(args.contextValue);
+        if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
+      }
       // An operation nothing charges costs nothing per event either.
       if (!eachEvent || decision.kind === 'free') return;
       return {

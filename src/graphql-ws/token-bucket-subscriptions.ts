@@ -4,9 +4,10 @@ import type { ConnectionInitMessage, Context, OperationResult, SubscribePayload 
 import { rateLimitedError, unavailableError } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
 import { Limiter } from '../core/limiter.js';
-import type { BucketReport, OperationInput } from '../core/limiter.js';
+import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
+import { refundUnused } from '../core/refunds.js';
 import { markSubscriptionsLimited } from '../core/subscriptions.js';
 import type { TokenBucketSubscriptionsOptions } from './options.js';
 
@@ -24,7 +25,7 @@ export interface TokenBucketSubscriptionsHooks<
 /** What `onSubscribe` leaves for `onOperation` about one admitted operation. */
 interface Admitted<P extends ConnectionInitMessage['payload'], E> {
   input: OperationInput<Context<P, E>>;
-  report: Record<string, BucketReport> | undefined;
+  decision: Decision;
 }
 
 /**
@@ -58,7 +59,7 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
   }
   limiter.load(schema);
   markSubscriptionsLimited(schema);
-  const { reportCost } = limiter.settings;
+  const { reportCost, refundUnusedCost } = limiter.settings;
 
   // Keyed by the subscribe message's payload, which graphql-ws hands to both
   // hooks: an entry lives exactly as long as the operation it describes.
@@ -101,8 +102,9 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
         case 'allowed':
           break;
       }
-      const report = reportCost ? limiter.report(decision) : undefined;
-      if (report !== undefined || (eachEvent && operation.operation === 'subscription')) admitted.set(payload, { input, report });
+      const subscription = operation.operation === 'subscription';
+      const refunds = refundUnusedCost && !subscription && decision.kind === 'allowed';
+      if ((reportCost && decision.kind === 'allowed') || refunds || (eachEvent && subscription)) admitted.set(payload, { input, decision });
       return;
     },
 
@@ -111,10 +113,17 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
       if (entry === undefined) return;
       admitted.delete(payload);
       const resolved = await result;
+      const { input, decision } = entry;
       if (isAsyncIterable(resolved)) {
-        return eachEvent ? chargeEachEvent(limiter, entry.input, resolved) : undefined;
+        // A subscription (or an incremental delivery) keeps its estimate.
+        return eachEvent ? chargeEachEvent(limiter, input, resolved) : undefined;
       }
-      return entry.report ? withRateLimitReport(resolved, entry.report) : undefined;
+      const refunded =
+        refundUnusedCost && decision.kind === 'allowed' && input.operation.operation !== 'subscription'
+          ? await refundUnused(limiter, input, decision, resolved.data)
+          : undefined;
+      const report = reportCost ? limiter.report(decision, refunded) : undefined;
+      return report ? withRateLimitReport(resolved, report) : undefined;
     },
   };
 }

@@ -6,7 +6,7 @@ import type { StandaloneServerContextFunctionArgument } from '@apollo/server/sta
 import { buildSchema, getOperationAST, parse, validate } from 'graphql';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel, tokenBucketDirectiveTypeDefs } from '../../src/index.js';
-import type { AcquireRequest, Admission, BatchAdmission, BucketKey, BucketStore, CostModelOptions, TokenBucket } from '../../src/index.js';
+import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, BucketStore, CostModelOptions, TokenBucket } from '../../src/index.js';
 
 /** The server's logger type, without depending on `@apollo/utils.logger` directly. */
 export type Logger = ApolloServer<BaseContext>['logger'];
@@ -137,13 +137,26 @@ export async function waitFor(what: string, timeoutMs: number, probe: () => Prom
   }
 }
 
-/** A store that records every `acquireAll` before passing it on, and how each one settled. */
+/**
+ * A store that records every `acquireAll` before passing it on, and how each
+ * one settled; refunds and checks pass through unrecorded.
+ */
 export class RecordingStore implements BucketStore {
   readonly calls: AcquireRequest[][] = [];
   /** Parallel to `calls`. */
   readonly outcomes: ('pending' | 'fulfilled' | 'rejected')[] = [];
 
-  constructor(readonly inner: Required<Pick<BucketStore, 'acquire' | 'acquireAll' | 'reset'>>) {}
+  constructor(readonly inner: Required<Pick<BucketStore, 'acquire' | 'acquireAll' | 'reset'>> & Pick<BucketStore, 'refundAll' | 'checkAll'>) {}
+
+  refundAll(requests: readonly AcquireRequest[]): Promise<void | number[]> {
+    if (!this.inner.refundAll) return Promise.reject(new Error('the inner store cannot refund'));
+    return this.inner.refundAll(requests);
+  }
+
+  checkAll(requests: readonly AcquireRequest[]): Promise<BatchCheck> {
+    if (!this.inner.checkAll) return Promise.reject(new Error('the inner store cannot check'));
+    return this.inner.checkAll(requests);
+  }
 
   /** How many `acquireAll` calls have not settled yet. */
   get pending(): number {
