@@ -127,18 +127,26 @@ export class ReceiptBook {
    */
   record(id: string, terms: BucketTerms, cost: number, now: number, seen: number): void {
     if (this.#limit === 0 || cost <= 0) return;
-    const [q, r] = refillTime(cost, terms);
     const den = terms.tokens;
-    const time: Time = { at: q, num: r };
+    const units = cost * terms.period;
+    const [q, r] = den === 1 && units < EXACT ? [units, 0] : refillTime(cost, terms);
     const pair = this.#young.get(id) ?? this.#old.get(id);
-    if (pair !== undefined) this.#prune(pair, seen);
-    if (pair === undefined || pair.takes.length === 0 || !sameRate(pair, terms)) {
-      const end = add({ at: now, num: 0 }, time, den);
-      const fresh: Pair = { takes: [{ end, left: time }], tokens: den, period: terms.period, latest: now, seen };
-      if (pair === undefined) this.#remember(id, fresh);
-      else (this.#young.has(id) ? this.#young : this.#old).set(id, fresh);
+    if (pair === undefined) {
+      this.#remember(id, { takes: [{ end: { at: now + q, num: r }, left: { at: q, num: r } }], tokens: den, period: terms.period, latest: now, seen });
       return;
     }
+    const last = pair.takes[pair.takes.length - 1];
+    if (last === undefined || !sameRate(pair, terms) || passed(last.end, pair.latest + Math.max(0, seen - pair.seen))) {
+      // nothing outstanding, or another rate: the pair starts afresh (a new list: claims in flight keep the old one)
+      pair.takes = [{ end: { at: now + q, num: r }, left: { at: q, num: r } }];
+      pair.tokens = den;
+      pair.period = terms.period;
+      pair.latest = now;
+      pair.seen = seen;
+      return;
+    }
+    this.#prune(pair, seen);
+    const time: Time = { at: q, num: r };
     const { takes } = pair;
     let end: Time;
     if (now >= pair.latest) {
