@@ -5,8 +5,8 @@ import type { FullAt } from './full-at.js';
 /** Default of `maxReceipts`: how many (bucket, key) pairs a store remembers its takes of, for refunds. */
 export const DEFAULT_MAX_RECEIPTS = 10_000;
 
-/** Takes of one pair kept apart; beyond this the latest two are merged. */
-const TAKES_PER_PAIR = 8;
+/** Takes of one pair kept apart; beyond this the latest two are merged into a run. */
+const TAKES_PER_PAIR = 16;
 
 /**
  * A time or a duration of `at` + `num`/den µs (0 <= num < den), den being
@@ -27,6 +27,13 @@ interface Take {
   end: Time;
   /** The refill time of this take's tokens not given back yet. */
   left: Time;
+  /**
+   * For takes merged into a run (several operations' tokens, one after the
+   * other in the bucket, or earlier): the earliest any of them may start
+   * refilling. A refund is then bounded from the run's front, as if it were
+   * for the operation there, which owes the least.
+   */
+  start?: Time;
 }
 
 interface Pair {
@@ -164,9 +171,13 @@ export class ReceiptBook {
     while (position > 0 && less(end, takes[position - 1]!.end)) position--;
     takes.splice(position, 0, take);
     if (takes.length > TAKES_PER_PAIR) {
-      // merged, the latest two keep the earlier end: a bound that never grows
+      // the latest two merged into a run, from the earlier start to the later end
       const latest = takes.pop()!;
       const kept = takes[takes.length - 1]!;
+      const startOf = (t: Take): Time => t.start ?? sub(t.end, t.left, den);
+      const [a, b] = [startOf(kept), startOf(latest)];
+      kept.start = less(a, b) ? a : b;
+      kept.end = less(kept.end, latest.end) ? latest.end : kept.end;
       kept.left = add(kept.left, latest.left, den);
     }
   }
@@ -195,18 +206,24 @@ export class ReceiptBook {
       wanted = sub(wanted, share, den);
     }
     const fullAt = (t: Time): FullAt => ({ at: t.at, num: t.num, den: t.num === 0 ? 1 : den });
-    const bound = shares.map((share, j) => ({ end: fullAt(takes[j]!.end), share: fullAt(share) }));
-    // every take from the first drawn from on moves forward by what is drawn up to it
+    // a take is drawn from its end (one operation's tokens refill together), a run from its front
+    const bound = shares.map((share, j) => {
+      const { start, end } = takes[j]!;
+      return { end: fullAt(start === undefined ? end : add(start, share, den)), share: fullAt(share) };
+    });
+    // every take from the first drawn from on moves forward by what is drawn up to it (a run's
+    // front by what is drawn ahead of it; runs do not move back)
     const moved: Claim['moved'] = [];
     let by: Time = { at: 0, num: 0 };
     takes.forEach((take, j) => {
+      if (take.start !== undefined) take.start = sub(take.start, by, den);
       const share = shares[j];
       if (share !== undefined) {
         by = add(by, share, den);
         take.left = sub(take.left, share, den);
       }
       take.end = sub(take.end, by, den);
-      moved.push({ take, by });
+      if (take.start === undefined) moved.push({ take, by });
     });
     pair.takes = takes.filter((take) => take.left.at > 0 || take.left.num > 0);
     return { bound, moved, pair };
