@@ -107,6 +107,10 @@ const passed = (t: Time, now: number): boolean => t.at < now || (t.at === now &&
  * once, so that concurrent refunds see it; when the refund's answer shows
  * that less was given back, they move back by the difference.
  *
+ * A take is dropped once its tokens have all refilled. A refund meant for
+ * it then draws from the store's later takes of the pair: nothing tells
+ * whose tokens they are, only that the store took them and still owes them.
+ *
  * Times are kept at the rate of the pair's latest take: a take at another
  * rate (the bucket redefined) starts the pair afresh, and a refund at a rate
  * other than the takes' gives nothing back. Pairs live in two generations of
