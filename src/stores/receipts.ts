@@ -46,6 +46,8 @@ interface Pair {
   latest: number;
   /** µs on this process's clock when that take's answer came: the store's clock is at least `latest` + the time since. */
   seen: number;
+  /** Claims not yet settled or released: while there are any, takes are not reused. */
+  claims: number;
 }
 
 /** What a refund may give back: over the takes it draws from, at most min(share, end - now) of each. */
@@ -55,6 +57,8 @@ export interface Claim {
   /** The takes the claim moved earlier, each by how much, as if it gave back everything it drew. */
   moved: { take: Take; by: Time }[];
   pair: Pair;
+  /** Settled or released. */
+  done: boolean;
 }
 
 const EXACT = 2 ** 53;
@@ -139,17 +143,30 @@ export class ReceiptBook {
   record(id: string, terms: BucketTerms, cost: number, now: number, seen: number): void {
     if (this.#limit === 0 || cost <= 0) return;
     const den = terms.tokens;
-    const units = cost * terms.period;
-    const [q, r] = den === 1 && units < EXACT ? [units, 0] : refillTime(cost, terms);
+    let q = cost * terms.period;
+    let r = 0;
+    if (den !== 1 || !(q < EXACT)) [q, r] = refillTime(cost, terms);
     const pair = this.#young.get(id) ?? this.#old.get(id);
     if (pair === undefined) {
-      this.#remember(id, { takes: [{ end: { at: now + q, num: r }, left: { at: q, num: r } }], tokens: den, period: terms.period, latest: now, seen });
+      const takes = [{ end: { at: now + q, num: r }, left: { at: q, num: r } }];
+      this.#remember(id, { takes, tokens: den, period: terms.period, latest: now, seen, claims: 0 });
       return;
     }
-    const last = pair.takes[pair.takes.length - 1];
+    const { takes: held } = pair;
+    const last = held[held.length - 1];
     if (last === undefined || !sameRate(pair, terms) || passed(last.end, pair.latest + Math.max(0, seen - pair.seen))) {
-      // nothing outstanding, or another rate: the pair starts afresh (a new list: claims in flight keep the old one)
-      pair.takes = [{ end: { at: now + q, num: r }, left: { at: q, num: r } }];
+      // nothing outstanding, or another rate: the pair starts afresh
+      const first = held[0];
+      if (first !== undefined && pair.claims === 0 && first.start === undefined) {
+        // no claim in flight refers to it: reused in place
+        first.end.at = now + q;
+        first.end.num = r;
+        first.left.at = q;
+        first.left.num = r;
+        held.length = 1;
+      } else {
+        pair.takes = [{ end: { at: now + q, num: r }, left: { at: q, num: r } }];
+      }
       pair.tokens = den;
       pair.period = terms.period;
       pair.latest = now;
@@ -230,7 +247,8 @@ export class ReceiptBook {
       if (take.start === undefined) moved.push({ take, by });
     });
     pair.takes = takes.filter((take) => take.left.at > 0 || take.left.num > 0);
-    return { bound, moved, pair };
+    pair.claims += 1;
+    return { bound, moved, pair, done: false };
   }
 
   /**
@@ -238,6 +256,8 @@ export class ReceiptBook {
    * moved by more than that move back by the difference.
    */
   settle(claim: Claim, given: FullAt): void {
+    if (claim.done) return;
+    this.release(claim);
     const { pair, moved } = claim;
     const den = pair.tokens;
     const back: Time = { at: given.at, num: convert(given.num, given.den, den) };
@@ -248,6 +268,13 @@ export class ReceiptBook {
       changed = true;
     }
     if (changed) pair.takes.sort((a, b) => (less(a.end, b.end) ? -1 : less(b.end, a.end) ? 1 : 0));
+  }
+
+  /** A claim whose refund failed: its takes stay moved (it may have been applied). */
+  release(claim: Claim): void {
+    if (claim.done) return;
+    claim.done = true;
+    claim.pair.claims -= 1;
   }
 
   /** Forgets `id`'s takes: after a reset, nothing taken before it is owed. */

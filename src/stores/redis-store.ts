@@ -197,11 +197,15 @@ export class RedisStore implements BucketStore {
     await Promise.all(
       slots.map(async (indexes) => {
         const group = indexes.map((i) => pairs[i]!);
-        const { remaining, given } = await this.runRefund(group.map((p) => ({ ...p, key: redisKey(this.prefix, p.tag, p.bucket) })));
-        group.forEach((pair, j) => {
-          pair.remaining = remaining[j]!;
-          if (pair.claim !== undefined) this.receipts.settle(pair.claim, given[j]!);
-        });
+        try {
+          const { remaining, given } = await this.runRefund(group.map((p) => ({ ...p, key: redisKey(this.prefix, p.tag, p.bucket) })));
+          group.forEach((pair, j) => {
+            pair.remaining = remaining[j]!;
+            if (pair.claim !== undefined) this.receipts.settle(pair.claim, given[j]!);
+          });
+        } finally {
+          for (const { claim } of group) if (claim !== undefined) this.receipts.release(claim);
+        }
       }),
     );
     const byPair = new Map(pairs.map((p) => [p.id, p.remaining]));
