@@ -17,23 +17,66 @@ interface Time {
   num: number;
 }
 
-/** One take a store may still give back. */
-interface Take {
+/**
+ * One take a store may still give back, its times kept as plain numbers (a
+ * take is noted on every acquire): `end`, `left` and `start` read and write
+ * them as `Time`s.
+ */
+class Take {
+  endAt: number;
+  endNum: number;
+  leftAt: number;
+  leftNum: number;
+  startAt = 0;
+  startNum = 0;
+  run = false;
+
+  constructor(endAt: number, endNum: number, leftAt: number, leftNum: number) {
+    this.endAt = endAt;
+    this.endNum = endNum;
+    this.leftAt = leftAt;
+    this.leftNum = leftNum;
+  }
+
   /**
    * A time by which this take's tokens have all refilled, however the bucket
    * is shared: had everything ahead of them been given back at once, they
    * would refill from when they were taken. Never later than that.
    */
-  end: Time;
+  get end(): Time {
+    return { at: this.endAt, num: this.endNum };
+  }
+
+  set end(t: Time) {
+    this.endAt = t.at;
+    this.endNum = t.num;
+  }
+
   /** The refill time of this take's tokens not given back yet. */
-  left: Time;
+  get left(): Time {
+    return { at: this.leftAt, num: this.leftNum };
+  }
+
+  set left(t: Time) {
+    this.leftAt = t.at;
+    this.leftNum = t.num;
+  }
+
   /**
    * For takes merged into a run (several operations' tokens, one after the
    * other in the bucket, or earlier): the earliest any of them may start
    * refilling. A refund is then bounded from the run's front, as if it were
    * for the operation there, which owes the least.
    */
-  start?: Time;
+  get start(): Time | undefined {
+    return this.run ? { at: this.startAt, num: this.startNum } : undefined;
+  }
+
+  set start(t: Time | undefined) {
+    this.run = t !== undefined;
+    this.startAt = t?.at ?? 0;
+    this.startNum = t?.num ?? 0;
+  }
 }
 
 interface Pair {
@@ -124,11 +167,18 @@ const passed = (t: Time, now: number): boolean => t.at < now || (t.at === now &&
  */
 export class ReceiptBook {
   readonly #limit: number;
+  readonly #slack: number;
   #young = new Map<string, Pair>();
   #old = new Map<string, Pair>();
 
-  constructor(limit: number) {
+  /**
+   * `limit` pairs; `slack`: how far apart, in µs, two readings of this
+   * process's clock may be beyond the time that passed between them (its
+   * resolution).
+   */
+  constructor(limit: number, slack = 0) {
     this.#limit = limit;
+    this.#slack = slack;
   }
 
   /** Pairs remembered. */
@@ -148,32 +198,37 @@ export class ReceiptBook {
     if (den !== 1 || !(q < EXACT)) [q, r] = refillTime(cost, terms);
     const pair = this.#young.get(id) ?? this.#old.get(id);
     if (pair === undefined) {
-      const takes = [{ end: { at: now + q, num: r }, left: { at: q, num: r } }];
+      const takes = [new Take(now + q, r, q, r)];
       this.#remember(id, { takes, tokens: den, period: terms.period, latest: now, seen, claims: 0 });
       return;
     }
     const { takes: held } = pair;
     const last = held[held.length - 1];
-    if (last === undefined || !sameRate(pair, terms) || passed(last.end, pair.latest + Math.max(0, seen - pair.seen))) {
+    if (
+      last === undefined ||
+      last.endAt < now ||
+      (last.endAt === now && last.endNum === 0) ||
+      !sameRate(pair, terms) ||
+      passed(last.end, this.#clock(pair, seen))
+    ) {
       // nothing outstanding, or another rate: the pair starts afresh
       const first = held[0];
-      if (first !== undefined && pair.claims === 0 && first.start === undefined) {
+      if (first !== undefined && pair.claims === 0 && !first.run) {
         // no claim in flight refers to it: reused in place
-        first.end.at = now + q;
-        first.end.num = r;
-        first.left.at = q;
-        first.left.num = r;
-        held.length = 1;
+        first.endAt = now + q;
+        first.endNum = r;
+        first.leftAt = q;
+        first.leftNum = r;
+        if (held.length > 1) held.length = 1;
       } else {
-        pair.takes = [{ end: { at: now + q, num: r }, left: { at: q, num: r } }];
+        pair.takes = [new Take(now + q, r, q, r)];
       }
-      pair.tokens = den;
-      pair.period = terms.period;
+      if (pair.tokens !== den || pair.period !== terms.period) [pair.tokens, pair.period] = [den, terms.period];
       pair.latest = now;
       pair.seen = seen;
       return;
     }
-    this.#prune(pair, seen);
+    this.#prune(pair, Math.max(now, this.#clock(pair, seen)));
     const time: Time = { at: q, num: r };
     const { takes } = pair;
     let end: Time;
@@ -187,7 +242,7 @@ export class ReceiptBook {
       // a reply overtaken by a later take's: bounded on its own
       end = add({ at: now, num: 0 }, time, den);
     }
-    const take: Take = { end, left: time };
+    const take = new Take(end.at, end.num, time.at, time.num);
     let position = takes.length;
     while (position > 0 && less(end, takes[position - 1]!.end)) position--;
     takes.splice(position, 0, take);
@@ -211,7 +266,7 @@ export class ReceiptBook {
   claim(id: string, terms: BucketTerms, tokens: number, seen: number): Claim | undefined {
     const pair = this.#young.get(id) ?? this.#old.get(id);
     if (pair === undefined || tokens <= 0 || !sameRate(pair, terms)) return undefined;
-    this.#prune(pair, seen);
+    this.#prune(pair, this.#clock(pair, seen));
     const { takes } = pair;
     if (takes.length === 0) return undefined;
     const den = pair.tokens;
@@ -246,7 +301,7 @@ export class ReceiptBook {
       take.end = sub(take.end, by, den);
       if (take.start === undefined) moved.push({ take, by });
     });
-    pair.takes = takes.filter((take) => take.left.at > 0 || take.left.num > 0);
+    pair.takes = takes.filter((take) => take.leftAt > 0 || take.leftNum > 0);
     pair.claims += 1;
     return { bound, moved, pair, done: false };
   }
@@ -297,16 +352,16 @@ export class ReceiptBook {
     this.#young.set(id, pair);
   }
 
-  /**
-   * Drops the takes whose tokens have all refilled: those whose `end` has
-   * passed on the store's clock, which is at least the latest take's time
-   * plus what has passed here since its answer came.
-   */
-  #prune(pair: Pair, seen: number): void {
-    const now = pair.latest + Math.max(0, seen - pair.seen);
+  /** The store's clock at `seen` (this process's), at the least: the latest take's time plus what has passed here since. */
+  #clock(pair: Pair, seen: number): number {
+    return pair.latest + Math.max(0, seen - pair.seen - this.#slack);
+  }
+
+  /** Drops the takes whose tokens have all refilled: their `end` has passed at `now` on the store's clock. */
+  #prune(pair: Pair, now: number): void {
     const { takes } = pair;
     let dead = 0;
-    while (dead < takes.length && passed(takes[dead]!.end, now)) dead++;
+    while (dead < takes.length && (takes[dead]!.endAt < now || (takes[dead]!.endAt === now && takes[dead]!.endNum === 0))) dead++;
     if (dead > 0) takes.splice(0, dead);
   }
 }
