@@ -38,11 +38,14 @@ ARGV[4i+1]   cost        tokens, integer >= 0
 ARGV[4n+2..]             for each request with capacity * P >= 2^53, in order:
                          capacity and cost as times: qF rF qC rC (µs, 1/T µs)
 
-Replies (rem: whole tokens, a string when within 64 of 2^53; X: the key's full-at time after the call, a
-number or an `A+num/den` string, 0 where nothing is stored; w: -2 not short,
--1 never (more than the capacity), else ms until it would fit):
-  {1, rem after_1..n, X_1..n}             every request taken
-  {2, rem after_1..n, X_1..n, w_1..n}     enforced taken; measured not (w for them)
+Replies (rem: whole tokens, a string when within 64 of 2^53; t: Redis TIME in µs,
+when the tokens were taken; X: only for a call with a mode argument, the key's
+full-at time after the call, a number or an `A+num/den` string, 0 where
+nothing is stored; w: -2 not short, -1 never (more than the capacity), else ms
+until it would fit):
+  {1, rem after_1..n, t}                  every request taken (no mode argument)
+  {1, rem after_1..n, X_1..n, t}          every request taken (a mode argument)
+  {2, rem after_1..n, X_1..n, t, w_1..n}  enforced taken; measured not (w for them)
   {0, rem now_1..n, w_1..n}               nothing taken (an enforced request was short)
   {1 or 0, rem now_1..n, w_1..n}          'check'
 Every request counts what the requests before it in the call asked of the
@@ -104,7 +107,7 @@ if n == 1 and (argc == 3 or argc == 4) then
       if cost > cap or C > L or C == 0 then
         local whole = math.floor(L / P)
         if whole >= WIDE then whole = string.format('%d', whole) end
-        if C == 0 then return {1, whole, 0} end
+        if C == 0 then return {1, whole, now} end
         if cost > cap then return {0, whole, -1} end
         local w = C - L
         if T ~= 1 then w = math.ceil(w / T) end
@@ -123,11 +126,11 @@ if n == 1 and (argc == 3 or argc == 4) then
       if r == 0 then
         local value = string.format('%d', at)
         redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
-        return {1, whole, at}
+        return {1, whole, now}
       end
       local value = string.format('%d+%d/%d', at, r, T)
       redis.call('SET', key, value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
-      return {1, whole, value}
+      return {1, whole, now}
     end
     -- A value to repair: the general path below does it.
   end
@@ -188,7 +191,6 @@ elseif (argc == 3 * n or argc == 4 * n) and n > 1 and n <= 1000 then
   if ok then
     for i = 1, n do
       local D = values[i]
-      local x = 0
       if D then
         local key = KEYS[i]
         local T = 1
@@ -196,17 +198,16 @@ elseif (argc == 3 * n or argc == 4 * n) and n > 1 and n <= 1000 then
         local q = D
         if T ~= 1 then q = math.floor(D / T) end
         local r = D - q * T
-        x = now + q
         if r == 0 then
-          local value = string.format('%d', x)
+          local value = string.format('%d', now + q)
           redis.call('SET', key, value, 'PXAT', string.sub(value, 1, -4))
         else
-          x = string.format('%d+%d/%d', x, r, T)
-          redis.call('SET', key, x, 'PXAT', string.sub(x, 1, string.find(x, '+', 1, true) - 4))
+          local value = string.format('%d+%d/%d', now + q, r, T)
+          redis.call('SET', key, value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
         end
       end
-      out[1 + n + i] = x
     end
+    out[2 + n] = now
     return out
   end
 end
@@ -478,16 +479,20 @@ for j = 1, n do
 end
 
 out[1] = shortM and 2 or 1
-for i = 1, n do
-  local k = 14 * first[KEYS[i]] - 14
-  if shortM and i > enforced then
-    -- not taken: what its bucket holds after the enforced requests
-    if first[KEYS[i]] > enforced then out[1 + i] = s[k + 3] else out[1 + i] = s[k + 9] end
-    if type(out[1 + i]) == 'number' and out[1 + i] >= WIDE then out[1 + i] = string.format('%d', out[1 + i]) end
-    out[1 + n + i] = 0
-  else
-    out[1 + n + i] = s[k + 6]
+-- with a mode argument, X per request, then t
+local m = n * shift
+for i = 1, m do out[1 + n + i] = s[14 * first[KEYS[i]] - 8] end
+out[2 + n + m] = now
+if shortM then
+  for i = 1, n do
+    if i > enforced then
+      -- not taken: what its bucket holds after the enforced requests
+      local k = 14 * first[KEYS[i]] - 14
+      if first[KEYS[i]] > enforced then out[1 + i] = s[k + 3] else out[1 + i] = s[k + 9] end
+      if type(out[1 + i]) == 'number' and out[1 + i] >= WIDE then out[1 + i] = string.format('%d', out[1 + i]) end
+      out[1 + n + i] = 0
+    end
+    out[2 + n + m + i] = ws[i]
   end
-  if shortM then out[1 + n + n + i] = ws[i] end
 end
 return out

@@ -2,12 +2,17 @@
 Gives back tokens taken by acquire.lua.
 
 Taking c tokens appends c tokens' refill time to the bucket's deficit, and
-refill then consumes the deficit from the front. So of the tokens one take
-added, only the part still ahead of now is outstanding: the time from now
-to X, the key's full-at time right after that take, and at most c tokens'
-time. Giving back that much leaves the bucket no fuller than it would be
-had the take never happened, whatever was taken or given back since (later
-takes only push the deficit further); and never above capacity.
+refill then consumes the deficit from the front. A store may give back only
+what of its takes is still ahead of now. The caller bounds that with X: for
+each take it draws from, a time E by which that take has refilled however
+the bucket is shared (whatever anyone took or gave back since), and the
+refill time S it draws from that take. What is given back is at most the
+sum over them of min(S, E - now), at most the tokens asked, and at most the
+deficit: the bucket ends no fuller than it would be had those tokens never
+been taken. A deficit beyond a full refill (a capacity lowered since, or a
+value that is not a time) is what is given back from, and is capped at a
+full refill afterwards: never above capacity, never fuller than had the
+tokens not been taken.
 
 Same units as acquire.lua: a token is P level units, a µs of refill T units.
 
@@ -16,13 +21,14 @@ ARGV[5i-4]   capacity    tokens, integer >= 0
 ARGV[5i-3]   T           tokens per period, reduced, integer >= 1
 ARGV[5i-2]   P           period in µs, reduced, integer >= 1
 ARGV[5i-1]   tokens      tokens to give back, integer >= 0
-ARGV[5i]     X           the key's full-at time right after the take: `A` or `A+num/den` (µs)
+ARGV[5i]     X           `E;S,E;S,...` (E: `A` or `A+num/den` µs; S: the same, a duration), or
+                         a single `E` (S: the tokens' refill time), or 0: nothing to give back
 ARGV[5n+1..]             for each request with capacity * P >= 2^53, in order: capacity and
                          tokens as times: qF rF qK rK (µs, 1/T µs)
 
-Requests are applied in order. Returns {rem_1..n, X'_1..n}: the whole
-tokens in request i's bucket after it, and X less the refill time it gave
-back (now, at the earliest), so the caller never gives those back again.
+Requests are applied in order. Returns {rem_1..n, G_1..n}: the whole tokens
+in request i's bucket after it, and the refill time it gave back (`Q` or
+`Q+num/den` µs).
 --]]
 
 local EXACT = 9007199254740992 -- 2^53
@@ -35,6 +41,22 @@ local now = clock[1] * 1000000 + clock[2]
 local out = {}
 local tail = 5 * n + 1
 local floordiv -- for huge buckets only; defined on first use
+
+-- `A` or `A+num/den` µs as whole µs and 1/T µs, rounded down; nil when it is neither.
+local function time(text, T)
+  if not text then return nil end
+  local at, r = tonumber(text), 0
+  if not at then
+    local a, num, den = string.match(text, '^(%d+)%+(%d+)/(%d+)$')
+    if not a then return nil end
+    at, num, den = tonumber(a), tonumber(num), tonumber(den)
+    if den == T then r = num else r = math.floor(num * T / den) end
+    if not (r == r and r < 1 / 0) then return nil end
+    if r >= T then at, r = at + math.floor(r / T), r % T end
+  end
+  if not (at >= 0 and at % 1 == 0) then return nil end
+  return at, r
+end
 
 for i = 1, n do
   local key = KEYS[i]
@@ -57,51 +79,64 @@ for i = 1, n do
     end
   end
 
-  -- The bucket's deficit (q µs + r/T µs from now) and the receipt's outstanding time, the same way.
-  local q, r, xq, xr
-  for part = 1, 2 do
-    local v
-    if part == 1 then v = redis.call('GET', key) else v = ARGV[b + 4] end
-    local dq, dr = -1, 0
-    if v then
-      local at = tonumber(v)
-      if not at then
-        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
-        if not a then
-          if part == 1 then return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state') end
-          return redis.error_reply('ERR token bucket refund ' .. i .. ': the time after the take must be A or A+num/den µs')
-        end
-        at, num, den = tonumber(a), tonumber(num), tonumber(den)
-        if den == T then dr = num else dr = math.ceil(num * T / den) end
-        if dr >= T then at = at + math.ceil(dr / T); dr = 0 end
-      elseif at % 1 ~= 0 then
-        at = math.ceil(at)
-      end
-      dq = at - now
+  -- The bucket's deficit: q µs + r/T µs from now; a part of a unit rounded toward empty.
+  local q, r = -1, 0
+  local v = redis.call('GET', key)
+  if v then
+    local at = tonumber(v)
+    if not at then
+      local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
+      if not a then return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state') end
+      at, num, den = tonumber(a), tonumber(num), tonumber(den)
+      if den == T then r = num else r = math.ceil(num * T / den) end
+      if r >= T then at, r = at + math.ceil(r / T), 0 end
+    elseif at % 1 ~= 0 then
+      at = math.ceil(at)
     end
-    if dq < 0 then dq, dr = 0, 0 end
-    if part == 1 then q, r = dq, dr else xq, xr = dq, dr end
+    q = at - now
   end
-  if not (xq >= 0) then
-    return redis.error_reply('ERR token bucket refund ' .. i .. ': the time after the take is not a number')
+  if q < 0 then q, r = 0, 0 end
+
+  -- The bound: xq µs + xr/T µs, the sum over X's takes of min(S, E - now); parts of a unit rounded down.
+  local xq, xr = 0, 0
+  local x = ARGV[b + 4]
+  if x ~= '0' then
+    local list = string.find(x, ';', 1, true)
+    local e, s, from = x, nil, 1
+    repeat
+      if list then e, s, from = string.match(x, '^([^,;]+);([^,;]+),?()', from) end
+      local eq, er = time(e, T)
+      local sq, sr = 0, 0
+      if s then sq, sr = time(s, T) end
+      if not (eq and sq) then
+        return redis.error_reply('ERR token bucket refund ' .. i .. ': the time after the take must be A or A+num/den µs')
+      end
+      -- E - now, while it is ahead, and at most S (a single E: the tokens' time, applied below)
+      eq = eq - now
+      if eq >= 0 and (eq > 0 or er > 0) then
+        if s and (eq > sq or (eq == sq and er > sr)) then eq, er = sq, sr end
+        xq, xr = xq + eq, xr + er
+        if xr >= T then xq, xr = xq + 1, xr - T end
+      end
+    until not list or from > #x
   end
 
   local rem
   local dq, dr -- the deficit after the refund
-  local yq, yr -- the receipt's time from now, less what was given back
-  local changed = false
+  local gq, gr -- the refill time given back
+  local changed
   if huge then
-    -- a deficit beyond a full refill (or NaN) reads as empty
-    if not (q < qF or (q == qF and r <= rF)) then q, r, changed = qF, rF, true end
-    -- given = min(receipt, tokens' time, deficit)
-    local gq, gr = xq, xr
+    -- a deficit beyond a full refill is given back from, then capped; NaN reads as empty
+    changed = not (q < qF or (q == qF and r <= rF))
+    if not (q == q and r == r) then q, r = qF, rF end
+    -- given = min(bound, tokens' time, deficit)
+    gq, gr = xq, xr
     if gq > qK or (gq == qK and gr > rK) then gq, gr = qK, rK end
     if gq > q or (gq == q and gr > r) then gq, gr = q, r end
     changed = changed or gq > 0 or gr > 0
     dq, dr = q - gq, r - gr
     if dr < 0 then dq, dr = dq - 1, dr + T end
-    yq, yr = xq - gq, xr - gr
-    if yr < 0 then yq, yr = yq - 1, yr + T end
+    if dq > qF or (dq == qF and dr > rF) then dq, dr = qF, rF end
     local lq, lr = qF - dq, rF - dr
     if lr < 0 then lq, lr = lq - 1, lr + T end
     if not floordiv then
@@ -122,41 +157,43 @@ for i = 1, n do
         local e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
         local sum = p + c
         local f = c - (sum - p)
-        local q = math.floor(sum / d)
-        local qp = q * d
-        t = 134217729 * q
-        local qh = t - (t - q)
-        local ql = q - qh
+        local qq = math.floor(sum / d)
+        local qp = qq * d
+        t = 134217729 * qq
+        local qh = t - (t - qq)
+        local ql = qq - qh
         t = 134217729 * d
         local dh = t - (t - d)
         local dl = d - dh
         local qe = ((qh * dh - qp) + qh * dl + ql * dh) + ql * dl
         local R = ((sum - qp) - qe) + (f + e)
-        return q + math.floor(R / d)
+        return qq + math.floor(R / d)
       end
     end
     rem = floordiv(lq, T, lr, P)
     if rem > cap then rem = cap end
   else
+    -- a deficit beyond a full refill is given back from, then capped; NaN reads as empty
     local D = q * T + r
-    if not (D <= F) then D, changed = F, true end
-    local X = xq * T + xr
+    changed = not (D <= F)
+    if D ~= D then D = F end
     local O = tokens * P
+    local X = xq * T + xr
     if X < O then O = X end
     if O > D then O = D end
     changed = changed or O > 0
     D = D - O
+    if D > F then D = F end
     rem = math.floor((F - D) / P)
     dq = math.floor(D / T)
     dr = D - dq * T
-    X = X - O
-    yq = math.floor(X / T)
-    yr = X - yq * T
+    gq = math.floor(O / T)
+    gr = O - gq * T
   end
-  if yr == 0 then
-    out[n + i] = now + yq
+  if gr == 0 then
+    out[n + i] = gq
   else
-    out[n + i] = string.format('%d+%d/%d', now + yq, yr, T)
+    out[n + i] = string.format('%d+%d/%d', gq, gr, T)
   end
 
   if not changed then

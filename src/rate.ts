@@ -23,6 +23,8 @@ export class Rate {
     }
     this.tokens = tokens;
     this.periodUs = periodUs;
+    // The stores compute a rate's terms once per bucket: a rate changed afterwards would be ignored.
+    if (new.target === Rate) Object.freeze(this);
   }
 
   /** The period in milliseconds (whole microseconds, so possibly fractional). */

@@ -41,5 +41,7 @@ export class TokenBucket {
     this.name = name;
     this.capacity = capacity;
     this.rate = rate;
+    // The stores compute a bucket's terms once: a capacity changed afterwards would be ignored.
+    if (new.target === TokenBucket) Object.freeze(this);
   }
 }

@@ -66,3 +66,14 @@ describe('TokenBucket', () => {
     expect(() => new TokenBucket('b', 1, { tokens: 1, periodUs: 1000 } as Rate)).toThrow(RangeError);
   });
 });
+
+describe('a definition is fixed once made', () => {
+  it('refuses to change a rate or a bucket (a store would go on with the old one)', () => {
+    const rate = Rate.perHour(1);
+    const bucket = new TokenBucket('fixed', 10, rate);
+    expect(() => Object.assign(bucket, { capacity: 1000 })).toThrow(TypeError);
+    expect(() => Object.assign(rate, { tokens: 1_000_000 })).toThrow(TypeError);
+    expect(() => Object.assign(bucket, { rate: Rate.perSecond(1) })).toThrow(TypeError);
+    expect([bucket.capacity, bucket.rate.tokens, bucket.rate.periodUs]).toEqual([10, 1, 3_600_000_000]);
+  });
+});

@@ -129,6 +129,63 @@ describe.each(subjects)('%s', (_name, makeSubject) => {
     expect(await holds(bucket, 'k')).toBe(20);
   });
 
+  it('gives two operations of one identity back in the order they took, each its own', async () => {
+    const bucket = slow('in-order', 20);
+    await store.acquire(bucket, 'k', 6); // operation A
+    await store.acquire(bucket, 'k', 4); // operation B
+    await store.refund(bucket, 'k', 6); // A's
+    expect(await holds(bucket, 'k')).toBe(16);
+    await store.refund(bucket, 'k', 4); // B's
+    expect(await holds(bucket, 'k')).toBe(20);
+  });
+
+  it('gives two takes back in one refund', async () => {
+    const bucket = slow('both', 20);
+    await store.acquire(bucket, 'k', 5);
+    await store.acquire(bucket, 'k', 5);
+    expect(await store.refundAll([{ bucket, key: 'k', cost: 10 }])).toEqual([20]);
+  });
+
+  it('gives back the refunds of many operations in flight at once, beyond the takes it keeps apart', async () => {
+    const bucket = slow('many', 1000);
+    const ops = Array.from({ length: 60 }, (_, i) => 1 + (i % 7));
+    for (const cost of ops) await store.acquire(bucket, 'k', cost);
+    const taken = ops.reduce((a, b) => a + b, 0);
+    expect(await holds(bucket, 'k')).toBe(1000 - taken);
+    // each gives back all but one of its tokens, latest first, all at once
+    await Promise.all(ops.reverse().map((cost) => store.refund(bucket, 'k', cost - 1)));
+    // had those never been taken: 1000 - 60 (what refilled meanwhile, under a millionth of a token, is not given twice)
+    const left = await holds(bucket, 'k');
+    expect(left).toBeLessThanOrEqual(940);
+    expect(left).toBeGreaterThanOrEqual(939);
+  });
+
+  it('never fills a bucket whose capacity was lowered beyond what it would hold had the tokens not been taken', async () => {
+    // 36 s a token; the lowered definition holds 10. Drained by 90 before this take, the bucket
+    // would be empty under it had the 10 not been taken: giving them back must leave it empty.
+    const before = new TokenBucket('lowered', 100, Rate.perHour(100));
+    const after = new TokenBucket('lowered', 10, Rate.perHour(100));
+    await (other ?? store).acquire(before, 'k', 90);
+    await store.acquire(before, 'k', 10);
+    expect(await store.refundAll([{ bucket: after, key: 'k', cost: 10 }])).toEqual([0]);
+    expect(await holds(after, 'k')).toBe(0);
+  });
+
+  it('gives nothing back for a bucket redefined at another rate (a plan changed between take and refund)', async () => {
+    // 36 s a token when taken, 6 min a token when given back: 10 tokens of the new rate
+    // are the whole bucket's deficit under the old one.
+    const pro = new TokenBucket('plan', 100, Rate.perHour(100));
+    const free = new TokenBucket('plan', 100, Rate.perHour(10));
+    await (other ?? store).acquire(pro, 'k', 90);
+    await store.acquire(pro, 'k', 10);
+    await store.refund(free, 'k', 10);
+    // had the 10 not been taken, the pro bucket would hold 10
+    expect(await holds(pro, 'k')).toBeLessThanOrEqual(10);
+    // given back at the rate they were taken at, they are
+    await store.refund(pro, 'k', 10);
+    expect(await holds(pro, 'k')).toBe(10);
+  });
+
   it('gives several buckets back in one refundAll, merging a pair named twice', async () => {
     const a = slow('all-a');
     const b = slow('all-b');
@@ -167,6 +224,55 @@ describe.each(subjects)('%s', (_name, makeSubject) => {
   });
 });
 
+// Other processes' refunds move this store's takes forward in the bucket's
+// deficit, so refill reaches them sooner than the time right after the take
+// tells; and a refund in flight has not yet told the store what it gave.
+describe.each(['Redis', 'Redis Cluster'] as const)('RedisStore on %s, refunds among other processes', (kind) => {
+  const client = kind === 'Redis' ? redisClient(inject('redisUrl')) : clusterClient(inject('redisClusterNodes'));
+  clients.push(client);
+  const prefix = uniquePrefix(`refund races ${kind}`);
+  const ours = new RedisStore(client, { prefix });
+  const theirs = new RedisStore(client, { prefix });
+  // 10 tokens, one every 100 ms
+  const bucket = (name: string) => new TokenBucket(name, 10, Rate.perSecond(10));
+
+  async function holds(b: TokenBucket, key: string): Promise<number> {
+    const answer = await ours.acquire(b, key, 0);
+    return answer.allowed ? answer.remaining : -1;
+  }
+
+  it('gives back nothing that has refilled since another process gave back a take ahead of it', async () => {
+    const b = bucket('ahead');
+    await theirs.acquire(b, 'k', 5);
+    await ours.acquire(b, 'k', 5); // empty; ours are behind theirs
+    await theirs.refund(b, 'k', 5); // ours move forward: refilled in 500 ms from now
+    await waitOnRedis(client, 650); // full again
+    expect(await theirs.acquire(b, 'k', 10)).toEqual({ allowed: true, remaining: 0 });
+    await ours.refund(b, 'k', 5);
+    // had ours not been taken, the bucket would hold 0 now (plus what refilled while the test ran)
+    expect(await holds(b, 'k')).toBeLessThanOrEqual(1);
+  });
+
+  it('gives a take back once when two refunds of it are in flight at once', async () => {
+    const b = bucket('concurrent');
+    await ours.acquire(b, 'k', 10);
+    await waitOnRedis(client, 600); // 6 refilled, 4 still owed
+    expect(await theirs.acquire(b, 'k', 6)).toEqual({ allowed: true, remaining: 0 });
+    await Promise.all([ours.refund(b, 'k', 5), ours.refund(b, 'k', 5)]);
+    // had ours not been taken, the bucket would hold 4 now
+    expect(await holds(b, 'k')).toBeLessThanOrEqual(5);
+  });
+
+  it('gives back nothing taken before its own reset, whoever takes since', async () => {
+    const b = new TokenBucket('reset', 10, Rate.perHour(1));
+    await ours.acquire(b, 'k', 10);
+    expect(await ours.reset(b, 'k')).toBe(true);
+    await theirs.acquire(b, 'k', 10);
+    await ours.refund(b, 'k', 10);
+    expect(await holds(b, 'k')).toBe(0);
+  });
+});
+
 describe('RedisStore.refundAll', () => {
   it('makes one script call per hash slot', async () => {
     const client = clusterClient(inject('redisClusterNodes'));
@@ -201,6 +307,9 @@ describe('RedisStore.refundAll', () => {
     const two = new RedisStore(client, { prefix: uniquePrefix('receipts two'), maxReceipts: 2 });
     for (const key of ['a', 'b', 'c']) await two.acquire(bucket, key, 5);
     expect(await two.refundAll(['a', 'b', 'c'].map((key) => ({ bucket, key, cost: 5 })))).toEqual([5, 10, 10]);
+    const one = new RedisStore(client, { prefix: uniquePrefix('receipts one'), maxReceipts: 1 });
+    for (const key of ['a', 'b']) await one.acquire(bucket, key, 5);
+    expect(await one.refundAll(['a', 'b'].map((key) => ({ bucket, key, cost: 5 })))).toEqual([5, 10]);
     expect(() => new RedisStore(client, { maxReceipts: -1 })).toThrow(RangeError);
     expect(() => new MemoryStore({ maxReceipts: 1.5 })).toThrow(RangeError);
   });

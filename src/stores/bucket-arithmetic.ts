@@ -313,15 +313,18 @@ export function runAcquire(
   };
 }
 
-/** One request of lua/refund.lua: give back up to `tokens`, at most what is outstanding of the take that left `after`. */
+/**
+ * One request of lua/refund.lua: give back up to `tokens`, and over the
+ * takes `bound` draws from, at most min(share, end - now) of each.
+ */
 export interface RefundStep {
   readonly id: string;
   readonly terms: BucketTerms;
   readonly tokens: number;
   /** For a huge bucket: the tokens' refill time. */
   readonly tokensTime: readonly [number, number];
-  /** The bucket's full-at time right after the take. */
-  readonly after: FullAt;
+  /** The takes drawn from (src/stores/receipts.ts): when each has refilled at the latest, and its share. */
+  readonly bound: readonly { readonly end: FullAt; readonly share: FullAt }[];
 }
 
 export interface RefundResult {
@@ -331,8 +334,15 @@ export interface RefundResult {
   readonly state: FullAt | null;
   /** Whole tokens after the refund. */
   readonly remaining: number;
-  /** `after` less the refill time given back (now, at the earliest). */
-  readonly after: FullAt;
+  /** The refill time given back. */
+  readonly given: FullAt;
+}
+
+/** A time or duration in whole µs and 1/T µs, rounded down (lua/refund.lua's `time`). */
+function unitsOf(x: FullAt, T: number): [number, number] {
+  if (x.num === 0) return [x.at, 0];
+  const r = x.den === T ? x.num : Math.floor((x.num * T) / x.den);
+  return r >= T ? [x.at + Math.floor(r / T), r % T] : [x.at, r];
 }
 
 /** lua/refund.lua for one request. */
@@ -341,44 +351,57 @@ export function runRefund(step: RefundStep, stored: StoredState | undefined, now
   const { tokens: T, period: P } = terms;
   let [q, r] = deficit(stored, now, T);
   if (q < 0) [q, r] = [0, 0];
-  let [xq, xr] = deficit(step.after, now, T);
-  if (xq < 0) [xq, xr] = [0, 0];
+  // the bound: the sum over the takes of min(share, end - now)
+  let xq = 0;
+  let xr = 0;
+  for (const { end, share } of step.bound) {
+    let [eq, er] = unitsOf(end, T);
+    eq -= now;
+    if (eq < 0 || (eq === 0 && er === 0)) continue;
+    const [sq, sr] = unitsOf(share, T);
+    if (eq > sq || (eq === sq && er > sr)) [eq, er] = [sq, sr];
+    xq += eq;
+    xr += er;
+    if (xr >= T) [xq, xr] = [xq + 1, xr - T];
+  }
 
-  let changed = false;
+  let changed: boolean;
   let dq: number;
   let dr: number;
-  let yq: number;
-  let yr: number;
+  let gq: number;
+  let gr: number;
   let remaining: number;
   if (terms.huge) {
+    // a deficit beyond a full refill is given back from, then capped
     const [qF, rF] = terms.fullTime;
-    if (!(q < qF || (q === qF && r <= rF))) [q, r, changed] = [qF, rF, true];
+    changed = !(q < qF || (q === qF && r <= rF));
     const [qK, rK] = step.tokensTime;
-    let [gq, gr] = [xq, xr];
+    [gq, gr] = [xq, xr];
     if (gq > qK || (gq === qK && gr > rK)) [gq, gr] = [qK, rK];
     if (gq > q || (gq === q && gr > r)) [gq, gr] = [q, r];
     changed = changed || gq > 0 || gr > 0;
     [dq, dr] = borrow(q - gq, r - gr, T);
-    [yq, yr] = borrow(xq - gq, xr - gr, T);
+    if (dq > qF || (dq === qF && dr > rF)) [dq, dr] = [qF, rF];
     const [lq, lr] = borrow(qF - dq, rF - dr, T);
     remaining = wholeOfHuge(lq, lr, terms);
   } else {
+    // a deficit beyond a full refill is given back from, then capped
     let D = q * T + r;
-    if (!(D <= terms.full)) [D, changed] = [terms.full, true];
-    let X = xq * T + xr;
+    changed = !(D <= terms.full);
+    const X = xq * T + xr;
     let O = step.tokens * P;
     if (X < O) O = X;
     if (O > D) O = D;
     changed = changed || O > 0;
     D -= O;
+    if (D > terms.full) D = terms.full;
     remaining = Math.floor((terms.full - D) / P);
     dq = Math.floor(D / T);
     dr = D - dq * T;
-    X -= O;
-    yq = Math.floor(X / T);
-    yr = X - yq * T;
+    gq = Math.floor(O / T);
+    gr = O - gq * T;
   }
-  return { changed, state: stateAt(now, dq, dr, T), remaining, after: { at: now + yq, num: yr, den: yr === 0 ? 1 : T } };
+  return { changed, state: stateAt(now, dq, dr, T), remaining, given: { at: gq, num: gr, den: gr === 0 ? 1 : T } };
 }
 
 function borrow(q: number, r: number, T: number): [number, number] {

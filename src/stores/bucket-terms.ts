@@ -50,6 +50,16 @@ export function timeOf(count: number, terms: BucketTerms): [number, number] {
   return exactTime(count, terms.tokens, terms.period);
 }
 
+/** `timeOf`, in doubles while `count` × period stays below 2^53 (every take a bucket admits, unless huge). */
+export function refillTime(count: number, terms: BucketTerms): [number, number] {
+  const units = count * terms.period;
+  if (!(units < EXACT)) return timeOf(count, terms);
+  const T = terms.tokens;
+  if (T === 1) return [units, 0];
+  const q = Math.floor(units / T);
+  return [q, units - q * T];
+}
+
 function exactTime(count: number, tokens: number, period: number): [number, number] {
   const units = BigInt(count) * BigInt(period);
   const t = BigInt(tokens);

@@ -28,28 +28,3 @@ export function parseFullAt(value: unknown): FullAt | null {
     ? { at, num, den }
     : null;
 }
-
-/** Negative when `a` is earlier than `b`, exactly. */
-export function compareFullAt(a: FullAt, b: FullAt): number {
-  if (a.at !== b.at) return a.at - b.at;
-  const left = BigInt(a.num) * BigInt(b.den);
-  const right = BigInt(b.num) * BigInt(a.den);
-  return left < right ? -1 : left > right ? 1 : 0;
-}
-
-/** When a full-at time has passed, in ms (rounded up): the key's expiry. */
-export function fullAtMs(x: FullAt): number {
-  return Math.ceil((x.num === 0 ? x.at : x.at + 1) / 1000);
-}
-
-/** `x - (from - to)`, exactly: `x` moved by the time between `from` and `to`. */
-export function shiftFullAt(x: FullAt, from: FullAt, to: FullAt): FullAt {
-  const den = BigInt(x.den) * BigInt(from.den) * BigInt(to.den);
-  const value = (v: FullAt): bigint => BigInt(v.at) * den + (BigInt(v.num) * den) / BigInt(v.den);
-  const units = value(x) - value(from) + value(to);
-  // back to whole µs and a fraction, rounded down (earlier: a smaller bound, never a larger one)
-  const outDen = Math.max(x.den, from.den, to.den);
-  const at = units >= 0n ? units / den : -((-units + den - 1n) / den);
-  const num = ((units - at * den) * BigInt(outDen)) / den;
-  return { at: Number(at), num: Number(num), den: num === 0n ? 1 : outDen };
-}

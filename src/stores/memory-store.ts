@@ -6,7 +6,6 @@ import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, 
 import type { BucketTerms } from './bucket-terms.js';
 import { termsOf, timeOf } from './bucket-terms.js';
 import type { FullAt } from './full-at.js';
-import { fullAtMs } from './full-at.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
 import { acquireOne, assertBucket, assertCost, checked, denial, keyString, measuredLast, pairKey, refundPairs, unorder, validateRequests } from './validate.js';
 
@@ -31,9 +30,6 @@ export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
 
 /** The longest delay a Node timer honours; longer ones fire after 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** No receipt: nothing outstanding. */
-const NOTHING: FullAt = { at: 0, num: 0, den: 1 };
 
 const systemClock = (): number => performance.timeOrigin + performance.now();
 
@@ -113,9 +109,8 @@ export class MemoryStore implements BucketStore {
     if (result.flag === 0) return denial(shortOf(result, order), unorder(result.remaining, order));
     const remaining = unorder(result.remaining, order);
     order.forEach((index, position) => {
-      const after = result.fullAt[position];
       const { bucket, cost } = requests[index]!;
-      if (after && cost > 0) this.receipts.record(pairKey(bucket, keys[index]!), after.at, after.num, after.den, cost, fullAtMs(after), now / 1000);
+      if (result.fullAt[position] && cost > 0) this.remember(pairKey(bucket, keys[index]!), termsOf(bucket), cost, now);
     });
     if (result.flag === 2) {
       const wouldDeny = shortOf(result, order);
@@ -152,12 +147,12 @@ export class MemoryStore implements BucketStore {
     const byPair = new Map<string, number>();
     for (const { id, bucket, tokens } of refundPairs(requests, keys)) {
       const terms = termsOf(bucket);
-      const claim = tokens > 0 ? this.receipts.claim(id, tokens, now / 1000) : undefined;
-      const given = claim?.tokens ?? 0;
-      const step = { id, terms, tokens: given, tokensTime: terms.huge ? timeOf(given, terms) : ([0, 0] as const), after: claim?.after ?? NOTHING };
+      const claim = this.receipts.claim(id, terms, tokens, now);
+      const given = claim === undefined ? 0 : tokens;
+      const step = { id, terms, tokens: given, tokensTime: terms.huge ? timeOf(given, terms) : ([0, 0] as const), bound: claim?.bound ?? [] };
       const result = runRefund(step, this.read(id, now), now);
       if (result.changed) this.write(id, result.state);
-      if (claim !== undefined) this.receipts.settle(id, claim, result.after);
+      if (claim !== undefined) this.receipts.settle(claim, result.given);
       byPair.set(id, result.remaining);
     }
     return requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
@@ -169,6 +164,7 @@ export class MemoryStore implements BucketStore {
     const now = this.nowUs();
     const held = this.read(id, now) !== undefined;
     this.fullAt.delete(id);
+    this.receipts.forget(id);
     return held;
   }
 
@@ -208,9 +204,13 @@ export class MemoryStore implements BucketStore {
 
   /** Keeps a bucket left at level `L` after taking `cost`, and the receipt for a refund. */
   private take(id: string, terms: BucketTerms, L: number, cost: number, now: number): void {
-    const state = stateOfLevel(terms, L, now);
-    this.write(id, state);
-    if (state !== null) this.receipts.record(id, state.at, state.num, state.den, cost, fullAtMs(state), now / 1000);
+    this.write(id, stateOfLevel(terms, L, now));
+    this.remember(id, terms, cost, now);
+  }
+
+  /** Notes `cost` tokens taken from `id` at `now` µs, for a refund. */
+  private remember(id: string, terms: BucketTerms, cost: number, now: number): void {
+    this.receipts.record(id, terms, cost, now, now);
   }
 
   private run(

@@ -1,9 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { TokenBucket } from '../token-bucket.js';
 import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, BucketStore, DeniedRequest } from './bucket-store.js';
+import type { BucketTerms } from './bucket-terms.js';
 import { termsOf, timeOf } from './bucket-terms.js';
 import type { FullAt } from './full-at.js';
-import { formatFullAt, fullAtMs, parseFullAt } from './full-at.js';
+import { formatFullAt, parseFullAt } from './full-at.js';
 import { LuaScript } from './lua-script.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
 import { DEFAULT_PREFIX, identityTag, redisKey, validatePrefix } from './redis-keys.js';
@@ -33,6 +34,13 @@ export interface RedisStoreOptions {
 
 const NOT_SHORT = -2;
 const NEVER = -1;
+/** No time at all. */
+const NONE: FullAt = { at: 0, num: 0, den: 1 };
+
+/** This process's clock in µs, read as cheaply as a take allows: whole ms (`CLOCK_SLACK_US`). */
+const localUs = (): number => Date.now() * 1000;
+/** `localUs` runs in whole ms: two readings may be up to 1 ms further apart than the time between them. */
+const CLOCK_SLACK_US = 1000;
 
 let acquireScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
@@ -45,14 +53,18 @@ interface SlotReply {
   remaining: number[];
   /** -2 not short, -1 never, else ms. */
   waits: number[];
-  /** The key's full-at time after the call; null where nothing was taken. */
-  fullAt: (FullAt | null)[];
+  /** Redis TIME (µs) when tokens were taken (flags 1, 2 outside a check), else null. */
+  takenAt: number | null;
+  /** With a mode argument, taken: each request's key's full-at time after the call (null: nothing stored). */
+  fullAt: (FullAt | null)[] | null;
 }
 
-/** What one acquire left, for the receipts of later refunds. */
+/** What one acquire took, for the receipts of later refunds. */
 interface Taken {
   admission: BatchAdmission;
-  /** Per request: the full-at time right after its tokens were taken, null when none were. */
+  /** Per request: Redis TIME (µs) when its tokens were taken, null when none were. */
+  takenAt: (number | null)[];
+  /** Per request taken, when asked for: its key's full-at time right after. */
   fullAt: (FullAt | null)[];
 }
 
@@ -82,7 +94,7 @@ export class RedisStore implements BucketStore {
     refundScript ??= new LuaScript('refund.lua');
     this.acquireLua = acquireScript;
     this.refundLua = refundScript;
-    this.receipts = new ReceiptBook(maxReceipts);
+    this.receipts = new ReceiptBook(maxReceipts, CLOCK_SLACK_US);
   }
 
   /** The Redis key of one (bucket, key) pair. */
@@ -99,13 +111,13 @@ export class RedisStore implements BucketStore {
     const redisKeyOf = redisKey(this.prefix, identityTag(keyString(key)), bucket);
     const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
     const reply = await this.run(this.acquireLua, [redisKeyOf], args);
-    if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false);
-    const [flag, whole, third] = reply as [number, number | string, number | string];
+    if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
+    const [flag, whole, third] = reply as [number, number | string, number];
     if (flag === 1) {
-      if (cost > 0) this.recordReceipt(redisKeyOf, third, cost);
+      if (cost > 0) this.remember(redisKeyOf, terms, cost, third, localUs());
       return { allowed: true, remaining: Number(whole) };
     }
-    if (flag !== 0) parseAcquireReply(reply, 1, false);
+    if (flag !== 0) parseAcquireReply(reply, 1, false, false);
     return { allowed: false, retryAfterMs: third === NEVER ? null : Number(third) };
   }
 
@@ -119,28 +131,23 @@ export class RedisStore implements BucketStore {
     const keys = validateRequests(requests);
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const tags = keys.map(identityTag);
-    const nowMs = Date.now();
-    const { admission, fullAt } = this.oneSlot(tags)
+    const { admission, takenAt } = this.oneSlot(tags)
       ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
       : await this.acquireAcrossSlots(requests, tags);
     if (admission.allowed) {
-      fullAt.forEach((after, i) => {
+      const seen = localUs();
+      takenAt.forEach((at, i) => {
         const { bucket, cost } = requests[i]!;
-        if (after !== null && cost > 0) {
-          this.receipts.record(redisKey(this.prefix, tags[i]!, bucket), after.at, after.num, after.den, cost, fullAtMs(after), nowMs);
-        }
+        if (at !== null && cost > 0) this.remember(redisKey(this.prefix, tags[i]!, bucket), termsOf(bucket), cost, at, seen);
       });
     }
     return admission;
   }
 
-  private recordReceipt(id: string, value: unknown, cost: number): void {
-    if (typeof value === 'number') {
-      if (value > 0) this.receipts.record(id, value, 0, 1, cost, Math.ceil(value / 1000), Date.now());
-      return;
-    }
-    const after = parseFullAt(value);
-    if (after !== null) this.receipts.record(id, after.at, after.num, after.den, cost, fullAtMs(after), Date.now());
+  /** Notes `cost` tokens taken from the key `id` at `at` µs (Redis TIME), answered at `seen` (`localUs`), for a refund. */
+  private remember(id: string, terms: BucketTerms, cost: number, at: number, seen: number): void {
+    if (!Number.isSafeInteger(at)) throw new Error(`token bucket script returned an unexpected time: ${String(at)}`);
+    this.receipts.record(id, terms, cost, at, seen);
   }
 
   /** What `acquireAll` would answer now; nothing is written. */
@@ -180,23 +187,27 @@ export class RedisStore implements BucketStore {
   async refundAll(requests: readonly AcquireRequest[]): Promise<number[]> {
     const keys = validateRequests(requests, 'refundAll');
     if (requests.length === 0) return [];
-    const nowMs = Date.now();
+    const seen = localUs();
     const pairs = refundPairs(requests, keys).map((pair) => {
       const tag = identityTag(pair.key);
       const receipt = redisKey(this.prefix, tag, pair.bucket);
-      const claim = pair.tokens > 0 ? this.receipts.claim(receipt, pair.tokens, nowMs) : undefined;
-      return { ...pair, receipt, tag, tokens: claim?.tokens ?? 0, after: claim?.after ?? null, claim, remaining: 0 };
+      const claim = this.receipts.claim(receipt, termsOf(pair.bucket), pair.tokens, seen);
+      const bound = claim === undefined ? '0' : claim.bound.map(({ end, share }) => `${formatFullAt(end)};${formatFullAt(share)}`).join(',');
+      return { ...pair, receipt, tag, tokens: claim === undefined ? 0 : pair.tokens, bound, claim, remaining: 0 };
     });
     const slots = this.slots(pairs.map((p) => p.tag));
     await Promise.all(
       slots.map(async (indexes) => {
         const group = indexes.map((i) => pairs[i]!);
-        const { remaining, after } = await this.runRefund(group.map((p) => ({ ...p, key: redisKey(this.prefix, p.tag, p.bucket) })));
-        group.forEach((pair, j) => {
-          pair.remaining = remaining[j]!;
-          const given = after[j];
-          if (pair.claim !== undefined && given) this.receipts.settle(pair.receipt, pair.claim, given);
-        });
+        try {
+          const { remaining, given } = await this.runRefund(group.map((p) => ({ ...p, key: redisKey(this.prefix, p.tag, p.bucket) })));
+          group.forEach((pair, j) => {
+            pair.remaining = remaining[j]!;
+            if (pair.claim !== undefined) this.receipts.settle(pair.claim, given[j]!);
+          });
+        } finally {
+          for (const { claim } of group) if (claim !== undefined) this.receipts.release(claim);
+        }
       }),
     );
     const byPair = new Map(pairs.map((p) => [p.id, p.remaining]));
@@ -205,7 +216,10 @@ export class RedisStore implements BucketStore {
 
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
     assertBucket(bucket);
-    return (await this.client.del(this.keyFor(bucket, key))) > 0;
+    const id = this.keyFor(bucket, key);
+    // whatever this store took before the reset has come back with it
+    this.receipts.forget(id);
+    return (await this.client.del(id)) > 0;
   }
 
   private oneSlot(tags: readonly string[]): boolean {
@@ -225,21 +239,31 @@ export class RedisStore implements BucketStore {
   }
 
   /** One script call for requests sharing a slot, mapped back to request indexes. */
-  private async acquireSlot(requests: readonly AcquireRequest[], tags: readonly string[], indexes: readonly number[]): Promise<Taken> {
-    const reply = await this.runAcquire(requests, tags, indexes, false);
+  private async acquireSlot(
+    requests: readonly AcquireRequest[],
+    tags: readonly string[],
+    indexes: readonly number[],
+    withFullAt = false,
+  ): Promise<Taken> {
+    const reply = await this.runAcquire(requests, tags, indexes, false, withFullAt);
     const n = requests.length;
     const remaining = new Array<number>(n).fill(0);
+    const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
     const short: DeniedRequest[] = [];
     indexes.forEach((index, position) => {
       remaining[index] = reply.remaining[position]!;
-      fullAt[index] = reply.fullAt[position] ?? null;
+      // flag 2: the enforced requests were taken, the measured ones not
+      if (reply.flag === 1 || (reply.flag === 2 && requests[index]!.measure !== true)) {
+        takenAt[index] = reply.takenAt;
+        fullAt[index] = reply.fullAt?.[position] ?? null;
+      }
       const w = reply.waits[position]!;
       if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
     });
     short.sort((a, b) => a.index - b.index);
-    if (reply.flag === 0) return { admission: denial(short, remaining), fullAt };
-    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, fullAt };
+    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt };
+    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt };
   }
 
   /**
@@ -254,6 +278,7 @@ export class RedisStore implements BucketStore {
   private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<Taken> {
     const n = requests.length;
     const remaining = new Array<number>(n).fill(0);
+    const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
     const denied: DeniedRequest[] = [];
     const wouldDeny: DeniedRequest[] = [];
@@ -261,7 +286,7 @@ export class RedisStore implements BucketStore {
     const held: number[] = [];
 
     const giveBack = async (indexes: number[]): Promise<void> => {
-      const taken = indexes.filter((i) => fullAt[i] !== null);
+      const taken = indexes.filter((i) => takenAt[i] !== null);
       indexes.length = 0;
       for (const i of taken) {
         const at = held.indexOf(i);
@@ -276,9 +301,13 @@ export class RedisStore implements BucketStore {
             group.map((i) => keyString(requests[i]!.key)),
           ).map((pair) => {
             const i = group[pair.indexes[0]!]!;
-            return { bucket: pair.bucket, key: redisKey(this.prefix, tags[i]!, pair.bucket), tokens: pair.tokens, after: fullAt[i] ?? null, of: pair.indexes.map((p) => group[p]!) };
+            // Bounded by the key's full-at time right after this call took them: exact, unless another
+            // process gives back something taken before them in the moment since.
+            const after = fullAt[i];
+            const bound = after ? formatFullAt(after) : '0';
+            return { bucket: pair.bucket, key: redisKey(this.prefix, tags[i]!, pair.bucket), tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
           });
-          for (const i of group) fullAt[i] = null;
+          for (const i of group) takenAt[i] = null;
           try {
             const result = await this.runRefund(pairs);
             pairs.forEach((pair, j) => {
@@ -309,7 +338,7 @@ export class RedisStore implements BucketStore {
       }
       let group: Taken;
       try {
-        group = await this.acquireSlot(requests, tags, indexes);
+        group = await this.acquireSlot(requests, tags, indexes, true);
       } catch (error) {
         await giveBack(held);
         throw error;
@@ -322,23 +351,33 @@ export class RedisStore implements BucketStore {
         continue;
       }
       for (const i of indexes) {
+        takenAt[i] = group.takenAt[i] ?? null;
         fullAt[i] = group.fullAt[i] ?? null;
-        if (fullAt[i] !== null) held.push(i);
+        if (takenAt[i] !== null) held.push(i);
       }
       if (admission.wouldDeny) wouldDeny.push(...admission.wouldDeny);
     }
 
-    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), fullAt };
+    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt };
     if (wouldDeny.length > 0) {
       // A measured request was short somewhere: no measured request keeps its tokens.
       await giveBack(held.filter((i) => requests[i]!.measure === true));
-      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, fullAt };
+      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt };
     }
-    return { admission: { allowed: true, remaining }, fullAt };
+    return { admission: { allowed: true, remaining }, takenAt, fullAt };
   }
 
-  /** Runs lua/acquire.lua for requests sharing one slot: enforced first (a check: all, in order). */
-  private async runAcquire(requests: readonly AcquireRequest[], tags: readonly string[], indexes: readonly number[], check: boolean): Promise<SlotReply> {
+  /**
+   * Runs lua/acquire.lua for requests sharing one slot: enforced first (a check: all, in order).
+   * `withFullAt` keeps the mode argument, so that the reply carries each key's full-at time.
+   */
+  private async runAcquire(
+    requests: readonly AcquireRequest[],
+    tags: readonly string[],
+    indexes: readonly number[],
+    check: boolean,
+    withFullAt = false,
+  ): Promise<SlotReply> {
     const order = check ? indexes : measuredLast(indexes.map((i) => requests[i]!)).map((p) => indexes[p]!);
     const enforced = check ? order.length : order.filter((i) => requests[i]!.measure !== true).length;
     const args: (string | number)[] = [check ? 'check' : enforced];
@@ -353,7 +392,8 @@ export class RedisStore implements BucketStore {
     }
     // Every request enforced, no key twice, no huge bucket: the script's common case, without a mode
     // argument, and without T when every token is a whole number of µs.
-    if (!check && enforced === order.length && tail.length === 0 && (keys.length === 1 || new Set(keys).size === keys.length)) {
+    const moded = check || withFullAt || enforced < order.length || tail.length > 0 || (keys.length > 1 && new Set(keys).size < keys.length);
+    if (!moded) {
       args.shift();
       if (args.every((_, j) => j % 4 !== 1 || args[j] === 1)) {
         const three: (string | number)[] = [];
@@ -362,24 +402,33 @@ export class RedisStore implements BucketStore {
       }
     }
     const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
-    const parsed = parseAcquireReply(reply, order.length, check);
+    const parsed = parseAcquireReply(reply, order.length, check, moded);
     // back from the order sent to the order of `indexes`
     const position = new Map(order.map((i, p) => [i, p]));
     const pick = <T>(values: T[]): T[] => indexes.map((i) => values[position.get(i)!]!);
-    return { flag: parsed.flag, remaining: pick(parsed.remaining), waits: pick(parsed.waits), fullAt: pick(parsed.fullAt) };
+    return {
+      flag: parsed.flag,
+      remaining: pick(parsed.remaining),
+      waits: pick(parsed.waits),
+      takenAt: parsed.takenAt,
+      fullAt: parsed.fullAt && pick(parsed.fullAt),
+    };
   }
 
-  /** Runs lua/refund.lua for pairs sharing one slot. */
+  /**
+   * Runs lua/refund.lua for pairs sharing one slot. `bound` is its X: the
+   * takes drawn from (`end;share,…`), or one full-at time, or '0'.
+   */
   private async runRefund(
-    pairs: readonly { bucket: TokenBucket; key: string; tokens: number; after: FullAt | null }[],
-  ): Promise<{ remaining: number[]; after: (FullAt | null)[] }> {
+    pairs: readonly { bucket: TokenBucket; key: string; tokens: number; bound: string }[],
+  ): Promise<{ remaining: number[]; given: FullAt[] }> {
     const args: (string | number)[] = [];
     const tail: number[] = [];
-    for (const { bucket, tokens, after } of pairs) {
+    for (const { bucket, tokens, bound } of pairs) {
       const terms = termsOf(bucket);
-      const given = after === null ? 0 : tokens;
-      args.push(terms.capacity, terms.tokens, terms.period, given, after === null ? '0' : formatFullAt(after));
-      if (terms.huge) tail.push(...terms.fullTime, ...timeOf(given, terms));
+      const asked = bound === '0' ? 0 : tokens;
+      args.push(terms.capacity, terms.tokens, terms.period, asked, bound);
+      if (terms.huge) tail.push(...terms.fullTime, ...timeOf(asked, terms));
     }
     const reply = await this.run(
       this.refundLua,
@@ -390,7 +439,9 @@ export class RedisStore implements BucketStore {
     if (!Array.isArray(reply) || reply.length !== 2 * n) {
       throw new Error(`token bucket refund script returned an unexpected reply: ${JSON.stringify(reply)}`);
     }
-    return { remaining: reply.slice(0, n).map(Number), after: reply.slice(n).map(parseFullAt) };
+    const given = reply.slice(n).map((g) => (g === 0 ? NONE : parseFullAt(g)));
+    if (given.some((g) => g === null)) throw new Error(`token bucket refund script returned an unexpected reply: ${JSON.stringify(reply)}`);
+    return { remaining: reply.slice(0, n).map(Number), given: given as FullAt[] };
   }
 
   private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
@@ -406,18 +457,28 @@ export class RedisStore implements BucketStore {
 }
 
 /**
- * lua/acquire.lua's reply: {1, rem×n, X×n} all taken; {2, rem×n, X×n, w×n}
- * measured not taken; {0, now×n, w×n} nothing taken; a check {1|0, now×n, w×n}.
+ * lua/acquire.lua's reply: {1, rem×n, t} all taken, {1, rem×n, X×n, t} the
+ * same with a mode argument; {2, rem×n, X×n, t, w×n} measured not taken;
+ * {0, now×n, w×n} nothing taken; a check {1|0, now×n, w×n}. t is Redis TIME
+ * in µs, X a key's full-at time after the call.
  */
-function parseAcquireReply(reply: unknown, n: number, check: boolean): SlotReply {
+function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): SlotReply {
   const flag = Array.isArray(reply) ? reply[0] : undefined;
   const taken = !check && (flag === 1 || flag === 2);
-  if (!Array.isArray(reply) || !(flag === 0 || flag === 1 || (flag === 2 && !check)) || reply.length !== (flag === 2 ? 1 + 3 * n : 1 + 2 * n)) {
+  const x = taken && moded ? n : 0; // full-at times
+  const length = taken ? 2 + n + x + (flag === 2 ? n : 0) : 1 + 2 * n;
+  const takenAt = taken && Array.isArray(reply) ? reply[1 + n + x] : null;
+  if (
+    !Array.isArray(reply) ||
+    !(flag === 0 || flag === 1 || (flag === 2 && !check && moded)) ||
+    reply.length !== length ||
+    (taken && !Number.isSafeInteger(takenAt))
+  ) {
     throw new Error(`token bucket script returned an unexpected reply: ${JSON.stringify(reply)}`);
   }
   // whole tokens within 64 of 2^53 come as strings (ioredis misreads such integers)
   const remaining = reply.slice(1, 1 + n).map(Number);
-  const fullAt: (FullAt | null)[] = taken ? reply.slice(1 + n, 1 + 2 * n).map(parseFullAt) : new Array<null>(n).fill(null);
-  const waits = (taken ? (flag === 2 ? reply.slice(1 + 2 * n) : new Array<number>(n).fill(NOT_SHORT)) : reply.slice(1 + n)) as number[];
-  return { flag, remaining, waits, fullAt };
+  const fullAt = x > 0 ? reply.slice(1 + n, 1 + n + x).map(parseFullAt) : null;
+  const waits = (taken ? (flag === 2 ? reply.slice(2 + n + x) : new Array<number>(n).fill(NOT_SHORT)) : reply.slice(1 + n)) as number[];
+  return { flag, remaining, waits, takenAt: takenAt as number | null, fullAt };
 }
