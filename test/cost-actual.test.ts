@@ -1,7 +1,9 @@
 // `CostModel.actualCostOf`: the same formula over the response, each list's
 // size replaced by the number of items it holds. The arithmetic is next to
 // each number.
+import { execute, getOperationAST, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { CostModel } from '../src/index.js';
 import { costSchema, pricer } from './support/graphql.js';
 
 const { costOf, actualCostOf } = pricer(
@@ -112,5 +114,36 @@ describe('actualCostOf', () => {
     // Resolvers that return more than asked for are not charged more than was taken.
     expect(actualCostOf('{ items(first: 2) { price } }', { items: items(5, { price: 1 }) })).toEqual({ api: 2, price: 2 });
     expect(actualCostOf('{ search(first: 5) { price } }', null)).toEqual({ api: 0, search: 0, price: 0 });
+  });
+});
+
+describe('actualCostOf on what graphql-js returns', () => {
+  const schema = costSchema(`
+    type Query @tokenBucket(name: "api") { search: [Result] @listSize(assumedSize: 1) }
+    union Result = Cheap | Pricey
+    type Cheap { name: String }
+    type Pricey { name: String items(first: Int): [Item] }
+    type Item { id: ID @tokenBucket(name: "item", cost: 1) }
+  `);
+  const model = new CostModel(schema);
+  const price = async (query: string, rootValue: unknown) => {
+    const document = parse(query);
+    expect(validate(schema, document)).toEqual([]);
+    const operation = getOperationAST(document)!;
+    const result = await execute({ schema, document, rootValue, typeResolver: (value: { kind: string }) => value.kind });
+    expect(result.errors).toBeUndefined();
+    return { estimate: Object.fromEntries(model.costOf(document, operation)), actual: Object.fromEntries(model.actualCostOf(document, operation, undefined, result.data)) };
+  };
+
+  it('takes __typename only from a key that holds it for that type, not from a string field another type aliases there', async () => {
+    // A Pricey whose name the client chose to read "Cheap", under the key where a Cheap would write its __typename.
+    const query = '{ search { ... on Cheap { kind: __typename } ... on Pricey { kind: name items(first: 100) { id } } } }';
+    const pricey = { kind: 'Pricey', name: 'Cheap', items: Array.from({ length: 100 }, (_, i) => ({ id: String(i) })) };
+    const { estimate, actual } = await price(query, { search: [pricey] });
+    // search 1 × (Pricey 1 + items 100 × (1 + 0)); item: 100 ids
+    expect(estimate).toEqual({ api: 101, item: 100 });
+    expect(actual).toEqual({ api: 101, item: 100 });
+    // A real Cheap is still told apart: its __typename, under its own key.
+    expect((await price(query, { search: [{ kind: 'Cheap', name: 'x' }] })).actual).toEqual({ api: 1, item: 0 });
   });
 });

@@ -128,8 +128,9 @@ export class CostModel {
    * same keys as the estimate.
    *
    * Where an object's concrete type cannot be told (an abstract type
-   * without `__typename` in the response), it is priced as the most
-   * expensive type that could have produced it.
+   * whose possible types' selections would produce the same keys and
+   * `__typename`s), it is priced as the most expensive type that could have
+   * produced it.
    */
   actualCostOf(
     document: DocumentNode,

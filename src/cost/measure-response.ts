@@ -16,9 +16,9 @@ const INITIAL_DEPTH = 16;
  * selections of one response key (CollectFields); so does this walk, so a
  * field that ran once is charged once per place it appears.
  *
- * Where an object's type is abstract, `__typename` in the response names its
- * type; without it, the type is the one whose selections produce exactly the
- * object's keys; where several could, the most expensive of them is charged.
+ * Where an object's type is abstract, its type is one whose selections
+ * produce exactly the object's keys and whose `__typename`, where selected,
+ * it holds; where several could, the most expensive of them is charged.
  * Like the static walk it never recurses, and its plans (what to read in an
  * object of a type) are built once per (selection, type), as graphql-js
  * builds its own, so the work is linear in the response.
@@ -297,32 +297,36 @@ class ResponseWalk {
   }
 
   /**
-   * The possible types `value` can be: the one its `__typename` names; else
-   * those whose selections give exactly its keys (graphql-js writes every
-   * key it collects, null or not); else all of them.
+   * The possible types `value` can be: those whose selections give exactly
+   * its keys (graphql-js writes every key it collects, null or not) and,
+   * where a type's selections put `__typename` under a key, hold that type's
+   * name there; else all of them.
+   *
+   * A key is `__typename` only for the types that select it there: another
+   * type may alias a string field to the same key (`... on A { kind:
+   * __typename } ... on B { kind: name }`), and whoever writes that string
+   * could name a cheaper type with it.
    */
   private candidatesOf(group: Group, type: CompositeCost, value: Record<string, unknown>): readonly CompositeCost[] {
     const possibleTypes = type.possibleTypes!;
-    for (const possible of possibleTypes) {
-      const key = this.plan(group, possible).typename;
-      if (key === null) continue;
-      const name = value[key];
-      if (typeof name !== 'string') continue;
-      const named = possibleTypes.find((p) => p.name === name);
-      if (named !== undefined) return [named];
-    }
     const keys = Object.keys(value);
     const signature = `${type.name}\u0000${keys.join('\u0000')}`;
-    let candidates = group.candidates.get(signature);
-    if (candidates === undefined) {
-      const fitting = possibleTypes.filter((possible) => {
+    let fitting = group.candidates.get(signature);
+    if (fitting === undefined) {
+      fitting = possibleTypes.filter((possible) => {
         const planned = this.plan(group, possible).keys;
         return planned.size === keys.length && keys.every((k) => planned.has(k));
       });
-      candidates = fitting.length > 0 ? fitting : possibleTypes;
-      group.candidates.set(signature, candidates);
+      group.candidates.set(signature, fitting);
     }
-    return candidates;
+    if (fitting.length === 0) return possibleTypes;
+    if (fitting.length === 1) return fitting;
+    let named: CompositeCost[] | null = null;
+    for (const possible of fitting) {
+      const key = this.plan(group, possible).typename;
+      if (key === null || value[key] === possible.name) (named ??= []).push(possible);
+    }
+    return named ?? fitting;
   }
 
   /** CollectFields for `group` on the object type `type`, once. */
