@@ -1,4 +1,4 @@
-import { Kind, buildSchema, getOperationAST, parse, validate } from 'graphql';
+import { Kind, buildSchema, getOperationAST, getVariableValues, parse, validate } from 'graphql';
 import type { DocumentNode, FieldNode, OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CostModel } from '../src/cost/cost-model.js';
@@ -126,14 +126,19 @@ describe('depth', () => {
     expect(Object.fromEntries(model.actualCostOf(document, operation, undefined, { items: [data] }))).toEqual({ api: 100_001, items: 1 });
   });
 
-  it('prices variables nested deeper than graphql-js coerces as variables that do not coerce (execution rejects them)', () => {
-    const document = parse('query ($v: Nested) { nested(value: $v) }');
+  it('prices variables nested deeper than graphql-js coerces by what was sent', () => {
+    // Whether graphql-js runs out of stack coercing them depends on how deep
+    // its stack already is: pricing may run out where execution, on another
+    // stack, does not. So what was sent is priced, every other variable too.
+    const document = parse('query ($n: Int, $v: Nested) { items(first: $n) { id } nested(value: $v) }');
     let value: Record<string, unknown> = { n: 1 };
     for (let i = 0; i < 100_000; i++) value = { inner: value };
-    expect(model.costOf(document, getOperationAST(document)!, { v: value }).get('api')).toBe(0);
-    // As deep as graphql-js coerces, it is priced: Nested 1 per level.
+    expect(getVariableValues(schema, getOperationAST(document)!.variableDefinitions!, { n: 1000, v: value }).errors?.[0]?.message).toMatch(/call stack/);
+    // api: items 1000 × (1 + 0) + nested (Nested 1 per level, 100,001 levels); items: 1
+    expect(Object.fromEntries(model.costOf(document, getOperationAST(document)!, { n: 1000, v: value }))).toEqual({ api: 101_001, items: 1 });
+    // As deep as graphql-js coerces, the same: Nested 1 per level.
     value = { n: 1 };
     for (let i = 0; i < 1000; i++) value = { inner: value };
-    expect(model.costOf(document, getOperationAST(document)!, { v: value }).get('api')).toBe(1001);
+    expect(model.costOf(document, getOperationAST(document)!, { n: 0, v: value }).get('api')).toBe(1001);
   });
 });

@@ -1,4 +1,4 @@
-import { Kind, assertSchema, getVariableValues } from 'graphql';
+import { GraphQLError, Kind, assertSchema, getVariableValues } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { ArgumentPricer } from './argument-costs.js';
 import { measureOperation } from './measure-operation.js';
@@ -35,7 +35,7 @@ interface DocumentInfo {
 
 interface Variables {
   readonly coerced: Readonly<Record<string, unknown>>;
-  /** As sent, when they coerced; null when they did not (the operation then never runs). */
+  /** As sent, when they coerced or graphql-js ran out of stack; null when they did not coerce (the operation then never runs). */
   readonly raw: Readonly<Record<string, unknown>> | null;
 }
 
@@ -83,8 +83,9 @@ export class CostModel {
    * means more than any bucket can hold.
    *
    * Never throws for an operation, however deep: the walk keeps its own
-   * stack. Variables graphql-js cannot coerce (too deep for it included)
-   * are priced as absent; execution then rejects them.
+   * stack. Variables graphql-js cannot coerce are priced as absent
+   * (execution then rejects them), except those too deep for its stack,
+   * which are priced as sent.
    */
   costOf(
     document: DocumentNode,
@@ -185,13 +186,19 @@ export class CostModel {
     return last !== undefined && last.variables === variables ? last.costs : this.costOf(document, operation, variables);
   }
 
-  /** Variables that do not coerce fail execution later; the operation is still priced, sizes falling back to assumed ones. */
+  /**
+   * Variables that do not coerce fail execution later; the operation is
+   * still priced, sizes falling back to assumed ones. Variables graphql-js
+   * ran out of stack coercing are priced as sent: execution, on a stack of
+   * another depth, may coerce them.
+   */
   private coerce(operation: OperationDefinitionNode, variables: Readonly<Record<string, unknown>> | null | undefined): Variables {
     const definitions = operation.variableDefinitions;
     if (definitions === undefined || definitions.length === 0) return { coerced: NO_VARIABLES, raw: NO_VARIABLES };
     const values = variables ?? {};
     const coerced = getVariableValues(this.schema, definitions, values, { maxErrors: 1 });
-    return coerced.coerced === undefined ? { coerced: NO_VARIABLES, raw: null } : { coerced: coerced.coerced, raw: values };
+    if (coerced.coerced !== undefined) return { coerced: coerced.coerced, raw: values };
+    return { coerced: NO_VARIABLES, raw: coerced.errors.some(outOfStack) ? values : null };
   }
 
   private documentInfo(document: DocumentNode): DocumentInfo {
@@ -206,6 +213,11 @@ export class CostModel {
     }
     return info;
   }
+}
+
+/** graphql-js passes a stack overflow on as it is, or wraps it when a scalar's `parseValue` hit it. */
+function outOfStack(error: unknown): boolean {
+  return error instanceof RangeError || (error instanceof GraphQLError && error.originalError instanceof RangeError);
 }
 
 /**
