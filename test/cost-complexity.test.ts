@@ -1,5 +1,6 @@
 // SPEC §2, "Complexity": one test per rule, the arithmetic next to each number.
-import { buildSchema } from 'graphql';
+import { buildSchema, execute, getIntrospectionQuery, getOperationAST, parse } from 'graphql';
+import type { GraphQLObjectType } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
 import { costSchema, pricer } from './support/graphql.js';
@@ -264,9 +265,41 @@ describe('type-level and interface-level @tokenBucket', () => {
   it('charges introspection on the query type, by its complexity, unless told not to', () => {
     const schema = costSchema('type Query @tokenBucket(name: "api") { a: Int }');
     const introspection = '{ __schema { types { name fields { name } } } __type(name: "Query") { name } }';
-    // __schema 1 × (1 + types 10 × (1 + fields 10 × (1 + 0))) = 111, __type 1
-    expect(pricer(schema).costOf(introspection)).toEqual({ api: 112 });
+    // Introspection's lists are as long as the schema makes them, at most:
+    // 12 types (Query, Int, String, Boolean and 8 introspection types), and
+    // 11 fields on the type with the most (__Type).
+    // __schema 1 × (1 + types 12 × (1 + fields 11 × (1 + 0))) = 145, __type 1
+    expect(Object.keys(schema.getTypeMap())).toHaveLength(12);
+    expect(Object.keys((schema.getType('__Type') as GraphQLObjectType).getFields())).toHaveLength(11);
+    expect(pricer(schema).costOf(introspection)).toEqual({ api: 146 });
     expect(pricer(schema, { chargeIntrospection: false }).costOf(introspection)).toEqual({});
+  });
+
+  it('charges introspection at least what it returns, however large the schema', async () => {
+    // 60 types of 15 fields with 2 arguments each: far past the default list size.
+    const types = Array.from({ length: 60 }, (_, i) =>
+      `type T${i} { ${Array.from({ length: 15 }, (_, j) => `f${j}(a: Int, b: String): T${(i + 1) % 60}`).join(' ')} }`,
+    );
+    const schema = costSchema(`type Query @tokenBucket(name: "api") { t: T0 }\n${types.join('\n')}`);
+    const { model } = pricer(schema);
+    const objects = (value: unknown): number =>
+      Array.isArray(value)
+        ? value.reduce((n: number, v) => n + objects(v), 0)
+        : value !== null && typeof value === 'object'
+          ? 1 + Object.values(value).reduce((n: number, v) => n + objects(v), 0)
+          : 0;
+    for (const query of [
+      getIntrospectionQuery(),
+      '{ __schema { types { fields { args { type { name } } } } } }',
+      '{ __schema { types { fields { type { fields { type { fields { name } } } } } } } }',
+      '{ __type(name: "T0") { fields { type { fields { type { interfaces { name } possibleTypes { name } } } } } } }',
+    ]) {
+      const document = parse(query);
+      const result = await execute({ schema, document });
+      expect(result.errors).toBeUndefined();
+      // Every object returned weighs 1 (`data` itself is none).
+      expect(model.costOf(document, getOperationAST(document)!).get('api'), query).toBeGreaterThanOrEqual(objects(result.data) - 1);
+    }
   });
 });
 

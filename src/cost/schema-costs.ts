@@ -194,6 +194,8 @@ class Compiler {
   private readonly typeWeights = new Map<GraphQLNamedType, number | null>();
   private readonly inputCosts = new Map<GraphQLNamedType, InputCost>();
   private readonly composites = new Map<GraphQLNamedType, MutableCompositeCost>();
+  /** What each introspection list can hold in this schema, once one is priced. */
+  private introspectionSizes: ReadonlyMap<string, number> | null = null;
 
   constructor(
     private readonly schema: GraphQLSchema,
@@ -299,7 +301,7 @@ class Compiler {
     });
     weight ??= this.typeWeight(type) ?? (isCompositeType(type) ? 1 : 0);
 
-    const assumedSize = listSize?.assumedSize ?? null;
+    const assumedSize = listSize?.assumedSize ?? (owner !== null && isIntrospectionType(owner) ? this.introspectionSize(owner, field) : null);
     // Every inner level of a list of lists multiplies too: by the size it is assumed to have.
     let innerCount = 1;
     for (let level = 1; level < listDepth; level++) innerCount = sat(innerCount * (assumedSize ?? this.defaultListSize));
@@ -321,6 +323,53 @@ class Compiler {
       rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
       arguments: this.argumentCosts(field, interfaceFields, coordinate),
     };
+  }
+
+  /**
+   * An introspection list's size: the longest it can be in this schema,
+   * where that is more than `defaultListSize`. The schema says how many
+   * types, fields or arguments introspection returns; assuming fewer, a
+   * schema of 500 types would answer `{ __schema { types { fields { … } } } }`
+   * with 50 times the work charged per level. Null for anything else.
+   */
+  private introspectionSize(owner: GraphQLObjectType, field: GraphQLField<unknown, unknown>): number | null {
+    const key = `${owner.name}.${field.name}`;
+    let sizes = this.introspectionSizes;
+    if (sizes === null) {
+      const types = Object.values(this.schema.getTypeMap());
+      const directives = this.schema.getDirectives();
+      let fields = 0;
+      let interfaces = 0;
+      let possibleTypes = 0;
+      let enumValues = 0;
+      let inputFields = 0;
+      let fieldArgs = 0;
+      for (const type of types) {
+        if (isObjectType(type) || isInterfaceType(type)) {
+          const all = Object.values(type.getFields());
+          fields = Math.max(fields, all.length);
+          for (const f of all) fieldArgs = Math.max(fieldArgs, f.args.length);
+          interfaces = Math.max(interfaces, type.getInterfaces().length);
+        }
+        if (isAbstractType(type)) possibleTypes = Math.max(possibleTypes, this.schema.getPossibleTypes(type).length);
+        if (isEnumType(type)) enumValues = Math.max(enumValues, type.getValues().length);
+        if (isInputObjectType(type)) inputFields = Math.max(inputFields, Object.keys(type.getFields()).length);
+      }
+      this.introspectionSizes = sizes = new Map([
+        ['__Schema.types', types.length],
+        ['__Schema.directives', directives.length],
+        ['__Type.fields', fields],
+        ['__Type.interfaces', interfaces],
+        ['__Type.possibleTypes', possibleTypes],
+        ['__Type.enumValues', enumValues],
+        ['__Type.inputFields', inputFields],
+        ['__Field.args', fieldArgs],
+        ['__Directive.args', Math.max(0, ...directives.map((d) => d.args.length))],
+        ['__Directive.locations', Math.max(0, ...directives.map((d) => d.locations.length))],
+      ]);
+    }
+    const size = sizes.get(key);
+    return size === undefined ? null : Math.max(size, this.defaultListSize);
   }
 
   /** `__typename` on an object type: weighs nothing, charges what the type's (and its interfaces') directives say. */
