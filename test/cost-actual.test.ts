@@ -136,14 +136,19 @@ describe('actualCostOf on what graphql-js returns', () => {
   };
 
   it('takes __typename only from a key that holds it for that type, not from a string field another type aliases there', async () => {
-    // A Pricey whose name the client chose to read "Cheap", under the key where a Cheap would write its __typename.
-    const query = '{ search { ... on Cheap { kind: __typename } ... on Pricey { kind: name items(first: 100) { id } } } }';
+    // A Pricey whose name someone set to "Cheap", read under the key where a Cheap writes its __typename.
     const pricey = { kind: 'Pricey', name: 'Cheap', items: Array.from({ length: 100 }, (_, i) => ({ id: String(i) })) };
-    const { estimate, actual } = await price(query, { search: [pricey] });
-    // search 1 × (Pricey 1 + items 100 × (1 + 0)); item: 100 ids
-    expect(estimate).toEqual({ api: 101, item: 100 });
-    expect(actual).toEqual({ api: 101, item: 100 });
-    // A real Cheap is still told apart: its __typename, under its own key.
-    expect((await price(query, { search: [{ kind: 'Cheap', name: 'x' }] })).actual).toEqual({ api: 1, item: 0 });
+    for (const query of [
+      '{ search { ... on Cheap { kind: __typename } ... on Pricey { kind: name items(first: 100) { id } } } }',
+      '{ search { ... on Cheap { __typename } ... on Pricey { __typename: name items(first: 100) { id } } } }',
+      '{ search { __typename ... on Cheap { kind: __typename } ... on Pricey { kind: name items(first: 100) { id } } } }',
+    ]) {
+      const { estimate, actual } = await price(query, { search: [pricey] });
+      // search 1 × (Pricey 1 + items 100 × (1 + 0)); item: 100 ids
+      expect(estimate, query).toEqual({ api: 101, item: 100 });
+      expect(actual, query).toEqual({ api: 101, item: 100 });
+      // A real Cheap is still told apart.
+      expect((await price(query, { search: [{ kind: 'Cheap', name: 'x' }] })).actual, query).toEqual({ api: 1, item: 0 });
+    }
   });
 });

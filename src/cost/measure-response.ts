@@ -31,6 +31,8 @@ interface Group {
   readonly plans: Map<CompositeCost, Plan>;
   /** An abstract type's possible types that fit an object, by the object's keys. */
   readonly candidates: Map<string, readonly CompositeCost[]>;
+  /** Per abstract type: a key that holds `__typename` for every possible type that has it, or null. */
+  readonly typenameKeys: Map<CompositeCost, string | null>;
 }
 
 interface PlanEntry {
@@ -47,6 +49,8 @@ interface Plan {
   readonly keys: ReadonlySet<string>;
   /** A key holding `__typename`, or null. */
   readonly typename: string | null;
+  /** Every key holding `__typename`. */
+  readonly typenames: ReadonlySet<string>;
 }
 
 export interface ResponseInput {
@@ -309,6 +313,13 @@ class ResponseWalk {
    */
   private candidatesOf(group: Group, type: CompositeCost, value: Record<string, unknown>): readonly CompositeCost[] {
     const possibleTypes = type.possibleTypes!;
+    // The common case: a key no possible type uses for anything but `__typename`, so what it holds is the type's name.
+    const typenameKey = this.typenameKey(group, type);
+    if (typenameKey !== null) {
+      const name = value[typenameKey];
+      const named = typeof name === 'string' ? possibleTypes.find((p) => p.name === name) : undefined;
+      if (named !== undefined && this.plan(group, named).typenames.has(typenameKey)) return [named];
+    }
     const keys = Object.keys(value);
     const signature = `${type.name}\u0000${keys.join('\u0000')}`;
     let fitting = group.candidates.get(signature);
@@ -327,6 +338,24 @@ class ResponseWalk {
       if (key === null || value[key] === possible.name) (named ??= []).push(possible);
     }
     return named ?? fitting;
+  }
+
+  /** A key that holds `__typename` in the selections of every possible type of `type` that has it, or null. */
+  private typenameKey(group: Group, type: CompositeCost): string | null {
+    let key = group.typenameKeys.get(type);
+    if (key === undefined) {
+      key = null;
+      const plans = type.possibleTypes!.map((possible) => this.plan(group, possible));
+      for (const plan of plans) {
+        const candidate = plan.typename;
+        if (candidate !== null && plans.every((p) => !p.keys.has(candidate) || p.typenames.has(candidate))) {
+          key = candidate;
+          break;
+        }
+      }
+      group.typenameKeys.set(type, key);
+    }
+    return key;
   }
 
   /** CollectFields for `group` on the object type `type`, once. */
@@ -378,12 +407,16 @@ class ResponseWalk {
     }
     const entries: PlanEntry[] = [];
     let typename: string | null = null;
+    const typenames = new Set<string>();
     for (const [key, nodes] of byKey) {
       const node = nodes[0]!;
       const name = node.name.value;
       const field = fields.get(name) ?? this.input.costs.metaFields.get(name);
       if (field === undefined) continue;
-      if (name === '__typename') typename ??= key;
+      if (name === '__typename') {
+        typename ??= key;
+        typenames.add(key);
+      }
       let child: Group | null = null;
       if (field.target !== null) {
         const selectionSets: SelectionSetNode[] = [];
@@ -392,7 +425,7 @@ class ResponseWalk {
       }
       entries.push({ key, field, node, child });
     }
-    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename };
+    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename, typenames };
     group.plans.set(type, plan);
     return plan;
   }
@@ -407,7 +440,7 @@ class ResponseWalk {
     }
     let group = this.groups.get(key);
     if (group === undefined) {
-      group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map() };
+      group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map(), typenameKeys: new Map() };
       this.groups.set(key, group);
     }
     return group;
