@@ -5,7 +5,8 @@ import { measureOperation } from './measure-operation.js';
 import { measureResponse } from './measure-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
 import type { CompositeCost, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
-import { sharesSelectionSets } from './selections.js';
+import { selectionSetIds, sharesSelectionSets } from './selections.js';
+import type { SelectionSetIds } from './selections.js';
 
 export type { TokenBucketAnnotation } from './schema-costs.js';
 
@@ -31,6 +32,7 @@ const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
 interface DocumentInfo {
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   readonly sharesSelectionSets: boolean;
+  readonly selectionSets: SelectionSetIds;
 }
 
 interface Variables {
@@ -97,7 +99,7 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    const { fragments, sharesSelectionSets } = this.documentInfo(document);
+    const { fragments, sharesSelectionSets, selectionSets } = this.documentInfo(document);
     const { coerced, raw } = this.coerce(operation, variables);
     const { charges, touched } = measureOperation(
       {
@@ -105,6 +107,8 @@ export class CostModel {
         defaultListSize: this.defaultListSize,
         fragments,
         sharesSelectionSets,
+        selectionSetIds: selectionSets.ids,
+        repeated: selectionSets.repeated,
         variables: coerced,
         rawVariables: raw ?? NO_VARIABLES,
         arguments: new ArgumentPricer(raw, operation.variableDefinitions),
@@ -208,7 +212,7 @@ export class CostModel {
       for (const definition of document.definitions) {
         if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
       }
-      info = { fragments, sharesSelectionSets: sharesSelectionSets(document) };
+      info = { fragments, sharesSelectionSets: sharesSelectionSets(document), selectionSets: selectionSetIds(document) };
       this.documents.set(document, info);
     }
     return info;

@@ -43,9 +43,8 @@ const POSSIBLE_TYPE = 3;
  * however deep an operation nests, the call stack stays flat.
  */
 
-/** One memoized evaluation of a selection set; a short list per node, as most nodes meet one type. */
+/** One memoized evaluation of a selection set on a type; a short list per (content, type), as most meet one context. */
 interface MemoEntry {
-  readonly type: CompositeCost;
   readonly context: SizedContext | null;
   readonly size: number;
   /** Where the measure's vector was saved in `Walk.saved`. */
@@ -64,6 +63,10 @@ export interface MeasureInput {
    * every selection set may be met more than once, and all are memoized.
    */
   readonly sharesSelectionSets: boolean;
+  /** Selection sets numbered by content (selections.ts): equal numbers price alike. */
+  readonly selectionSetIds: ReadonlyMap<SelectionSetNode, number>;
+  /** Per number: 1 where selection sets of that content sit at several places, so a memo entry for it is read again. */
+  readonly repeated: Uint8Array;
   /** Coerced variable values. */
   readonly variables: Readonly<Record<string, unknown>>;
   /** The variables as the request sent them, for sizes a custom scalar would hide. */
@@ -107,6 +110,8 @@ class Frame {
   shared = false;
   /** Save this frame's measure when it is done. */
   memoize = false;
+  /** The memo key: content number and type. */
+  key = -1;
   terms: SizeTerms = null;
   /** An abstract type's next possible type to evaluate; -1 for an object type. */
   nextType = -1;
@@ -132,8 +137,9 @@ class Walk {
   /** Memoized vectors, `width` numbers each. */
   private saved: Float64Array | null = null;
   private savedLength = 0;
-  /** Only selection sets that can be met more than once are memoized: see `enter`. */
-  private memo: Map<SelectionSetNode, MemoEntry> | null = null;
+  /** Only selection sets that can be met more than once are memoized (see `enter`), by content number and type. */
+  private memo: Map<number, MemoEntry> | null = null;
+  private readonly typeCount: number;
   /** Fragments being expanded on the current path: a cycle (invalid anyway) is cut, not followed. */
   private readonly expanding = new Set<string>();
 
@@ -143,6 +149,7 @@ class Walk {
     this.width = bucketCount + 1;
     this.touched = new Uint8Array(bucketCount);
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
+    this.typeCount = input.costs.types.size;
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost): void {
@@ -158,7 +165,9 @@ class Walk {
    *
    * `memoize` says the selection set may be met again with the same type
    * and context: it is a fragment's, or lies below a fragment or an
-   * abstract type (each possible type evaluates it again). Any other
+   * abstract type (each possible type evaluates it again). So is one whose
+   * content sits at several places (`a: node { id } b: node { id }`, each
+   * costing every possible type of an interface otherwise). Any other
    * selection set belongs to one field of the operation and is met exactly
    * once, so a memo entry for it would never be read.
    */
@@ -174,9 +183,14 @@ class Walk {
     const depth = this.depth + 1;
     const at = depth * width;
     if (at + 2 * width > this.stack.length) this.grow(at + 2 * width);
+    const id = this.input.selectionSetIds.get(selectionSet);
+    // A selection set the numbering did not reach (only in a hand-built document holding itself) is never memoized.
+    const key = id === undefined ? -1 : id * this.typeCount + type.index;
+    if (key < 0) memoize = false;
+    else if (this.input.repeated[id!] === 1) memoize = true;
     if (memoize) {
-      for (let entry = this.memo?.get(selectionSet); entry !== undefined; entry = entry.next) {
-        if (entry.type === type && entry.context === context && entry.size === size) {
+      for (let entry = this.memo?.get(key); entry !== undefined; entry = entry.next) {
+        if (entry.context === context && entry.size === size) {
           this.restore(entry.at, at);
           this.resume(entry.terms);
           return;
@@ -193,6 +207,7 @@ class Walk {
     frame.size = type.possibleTypes !== null ? size : -1;
     frame.shared = shared;
     frame.memoize = memoize;
+    frame.key = key;
     frame.terms = null;
     frame.waiting = NOTHING;
     if (type.possibleTypes !== null) {
@@ -287,14 +302,12 @@ class Walk {
     const at = this.depth * this.width;
     if (frame.memoize) {
       const memo = (this.memo ??= new Map());
-      const selectionSet = frame.selectionSet!;
-      memo.set(selectionSet, {
-        type: frame.type!,
+      memo.set(frame.key, {
         context: frame.context,
         size: frame.size,
         at: this.save(at),
         terms: frame.terms,
-        next: memo.get(selectionSet),
+        next: memo.get(frame.key),
       });
     }
     this.depth--;

@@ -145,6 +145,8 @@ export interface CompositeCost {
   readonly abstractTypes: ReadonlySet<string>;
   /** The type-level `@tokenBucket`s of this type (an object type: its interfaces' too). */
   readonly typeRules: readonly BucketRule[];
+  /** This type's number among the schema's composite types, from 0: for keys of memo tables. */
+  readonly index: number;
 }
 
 export interface SchemaCosts {
@@ -224,6 +226,7 @@ class Compiler {
         composites.set(type, {
           type,
           name: type.name,
+          index: composites.size,
           fields: isObjectType(type) ? new Map() : null,
           possibleTypes: null,
           abstractTypes: new Set(),
