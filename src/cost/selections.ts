@@ -1,5 +1,5 @@
 import { Kind } from 'graphql';
-import type { DirectiveNode, DocumentNode, FieldNode, Location, SelectionSetNode, ValueNode } from 'graphql';
+import type { ArgumentNode, DirectiveNode, DocumentNode, FieldNode, SelectionSetNode, ValueNode } from 'graphql';
 import type { CompositeCost } from './schema-costs.js';
 
 /** Whether a fragment on `typeCondition` applies to an object of `type`: the same type, or an interface or union it belongs to. */
@@ -73,8 +73,8 @@ export function sat(value: number): number {
 export interface SelectionSetIds {
   /**
    * Equal for two selection sets that price alike everywhere: the same
-   * selections with the same arguments and directives as written (aliases
-   * aside), and the same below. Distinct for every other pair.
+   * selections with the same arguments and directives (aliases aside), and
+   * the same below. Distinct for every other pair.
    */
   readonly ids: ReadonlyMap<SelectionSetNode, number>;
   /** Per id: 1 when selection sets of that id sit at more than one place of the document. */
@@ -84,9 +84,8 @@ export interface SelectionSetIds {
 /**
  * Numbers every selection set of `document` by its content, bottom up and
  * without recursion, in time linear in the document: each set's key holds
- * its own selections' names, the source text of their arguments and
- * directives, and its children's numbers. A document without source
- * locations (built by hand) gets a number per node: node identity then.
+ * its own selections' names, their arguments and directives written out,
+ * and its children's numbers.
  */
 export function selectionSetIds(document: DocumentNode): SelectionSetIds {
   const ids = new Map<SelectionSetNode, number>();
@@ -150,17 +149,15 @@ export function selectionSetIds(document: DocumentNode): SelectionSetIds {
   return { ids, repeated };
 }
 
-/** What a selection set costs depends on, as a string; null where the source text is unknown. */
+/** What a selection set costs depends on, as a string; null where a child is not numbered yet. */
 function contentKey(selectionSet: SelectionSetNode, ids: ReadonlyMap<SelectionSetNode, number>): string | null {
   let key = '';
   for (const selection of selectionSet.selections) {
-    const directives = nodesText(selection.directives);
-    if (directives === null) return null;
+    const directives = directivesText(selection.directives);
     if (selection.kind === Kind.FIELD) {
-      const args = nodesText(selection.arguments);
       const below = selection.selectionSet === undefined ? -1 : ids.get(selection.selectionSet);
-      if (args === null || below === undefined) return null;
-      key += `F${selection.name.value}(${args})${directives}{${below}}`;
+      if (below === undefined) return null;
+      key += `F${selection.name.value}(${argumentsText(selection.arguments)})${directives}{${below}}`;
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
       const below = ids.get(selection.selectionSet);
       if (below === undefined) return null;
@@ -172,15 +169,58 @@ function contentKey(selectionSet: SelectionSetNode, ids: ReadonlyMap<SelectionSe
   return key;
 }
 
-/** The source text of argument or directive nodes, each prefixed by its length so no two lists read alike; null without locations. */
-function nodesText(nodes: readonly { readonly loc?: Location | undefined }[] | undefined): string | null {
-  if (nodes === undefined || nodes.length === 0) return '';
+function directivesText(directives: readonly DirectiveNode[] | undefined): string {
   let text = '';
-  for (const node of nodes) {
-    const loc = node.loc;
-    if (loc === undefined) return null;
-    const written = loc.source.body.slice(loc.start, loc.end);
-    text += `${written.length}:${written}`;
+  for (const directive of directives ?? []) text += `@${directive.name.value}(${argumentsText(directive.arguments)})`;
+  return text;
+}
+
+function argumentsText(args: readonly ArgumentNode[] | undefined): string {
+  let text = '';
+  for (const arg of args ?? []) text += `${arg.name.value}:${valueText(arg.value)},`;
+  return text;
+}
+
+/** A value as text that tells every two values apart (strings quoted), written without recursion. */
+function valueText(value: ValueNode): string {
+  let text = '';
+  // Values still to write, and the text closing a list or object once its items are written.
+  const pending: (ValueNode | string)[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (typeof next === 'string') {
+      text += next;
+      continue;
+    }
+    switch (next.kind) {
+      case Kind.VARIABLE:
+        text += `$${next.name.value}`;
+        break;
+      case Kind.INT:
+      case Kind.FLOAT:
+      case Kind.ENUM:
+        text += next.value;
+        break;
+      case Kind.STRING:
+        text += JSON.stringify(next.value);
+        break;
+      case Kind.BOOLEAN:
+        text += String(next.value);
+        break;
+      case Kind.NULL:
+        text += 'null';
+        break;
+      case Kind.LIST:
+        text += '[';
+        pending.push(']');
+        for (let i = next.values.length - 1; i >= 0; i--) pending.push(',', next.values[i]!);
+        break;
+      case Kind.OBJECT:
+        text += '{';
+        pending.push('}');
+        for (let i = next.fields.length - 1; i >= 0; i--) pending.push(',', next.fields[i]!.value, `${next.fields[i]!.name.value}:`);
+        break;
+    }
   }
   return text;
 }
