@@ -204,6 +204,28 @@ describe('abstract types: the most expensive possible type', () => {
     // a: 2 × 3 (Cheap), b: 2 × 4 (Costly)
     expect(costOf('{ feed(first: 2) { ... on Cheap { a } ... on Costly { b } } }')).toEqual({ a: 6, b: 8 });
   });
+
+  it('finds the most expensive type among many that price the interface alike', () => {
+    // 50 types alike, one whose id weighs 7, one whose type-level directive charges "t", one with a costly field of its own.
+    const alike = Array.from({ length: 50 }, (_, i) => `type A${i} implements Named { id: ID name: String x${i}: Int }`);
+    const { costOf: price } = pricer(
+      costSchema(`
+        type Query @tokenBucket(name: "api") { named(first: Int): [Named] }
+        interface Named { id: ID name: String }
+        ${alike.join('\n')}
+        type Heavy implements Named { id: ID @cost(weight: "7") name: String }
+        type Charged implements Named @tokenBucket(name: "t", cost: 2) { id: ID name: String }
+        type Deep implements Named { id: ID name: String items(first: Int): [Named] }
+      `),
+    );
+    // api: 3 × (1 + Heavy's id 7); t: Charged's id and name, 2 each, 3 times
+    expect(price('{ named(first: 3) { id name } }')).toEqual({ api: 24, t: 12 });
+    // Deep's items: 3 × (1 + items 4 × (1 + Heavy's 7)) = 99 beats Heavy's 3 × (1 + 7) = 24;
+    // t: Deep's items, each a Charged id at most: 3 × 4 × 2 = 24 beats Charged's own 3 × 2
+    expect(price('{ named(first: 3) { id ... on Deep { items(first: 4) { id } } } }')).toEqual({ api: 99, t: 24 });
+    // A fragment on one of the alike types prices that type on its own: 3 × (1 + x7 0 + Named 1 × …)
+    expect(price('{ named(first: 3) { ...on A7 { x7 } name } }')).toEqual({ api: 3, t: 6 });
+  });
 });
 
 describe('type-level and interface-level @tokenBucket', () => {

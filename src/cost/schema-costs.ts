@@ -141,6 +141,15 @@ export interface CompositeCost {
   readonly fields: ReadonlyMap<string, FieldCost> | null;
   /** An interface's or union's possible object types; null for an object type. */
   readonly possibleTypes: readonly CompositeCost[] | null;
+  /**
+   * An interface's or union's possible types, one per class of types whose
+   * fields of the abstract type (and `__typename`) price alike: a selection
+   * set that names no narrower type costs the same on every type of a class.
+   * Null for an object type.
+   */
+  readonly representatives: readonly CompositeCost[] | null;
+  /** For an interface or union: the class (an index into `representatives`) of each of `possibleTypes`. Null for an object type. */
+  readonly classes: readonly number[] | null;
   /** For an object type: the names of the interfaces and unions it belongs to, so a fragment on one of them applies. */
   readonly abstractTypes: ReadonlySet<string>;
   /** The type-level `@tokenBucket`s of this type (an object type: its interfaces' too). */
@@ -161,6 +170,8 @@ export interface SchemaCosts {
 interface MutableCompositeCost extends CompositeCost {
   readonly fields: Map<string, FieldCost> | null;
   possibleTypes: readonly CompositeCost[] | null;
+  representatives: readonly CompositeCost[] | null;
+  classes: readonly number[] | null;
   readonly abstractTypes: Set<string>;
   typeRules: readonly BucketRule[];
 }
@@ -196,6 +207,9 @@ class Compiler {
   private readonly typeWeights = new Map<GraphQLNamedType, number | null>();
   private readonly inputCosts = new Map<GraphQLNamedType, InputCost>();
   private readonly composites = new Map<GraphQLNamedType, MutableCompositeCost>();
+  private readonly shapes = new Map<FieldCost, number>();
+  private readonly shapeKeys = new Map<string, number>();
+  private readonly inputKeys = new Map<InputCost, string>();
   /** What each introspection list can hold in this schema, once one is priced. */
   private introspectionSizes: ReadonlyMap<string, number> | null = null;
 
@@ -229,6 +243,8 @@ class Compiler {
           index: composites.size,
           fields: isObjectType(type) ? new Map() : null,
           possibleTypes: null,
+          representatives: null,
+          classes: null,
           abstractTypes: new Set(),
           typeRules: this.typeRules(type),
         });
@@ -263,6 +279,11 @@ class Compiler {
     const rootFields = query ? composites.get(query)?.fields : undefined;
     if (query && rootFields && this.chargeIntrospection) {
       for (const meta of [SchemaMetaFieldDef, TypeMetaFieldDef]) rootFields.set(meta.name, this.fieldCost(query, meta));
+    }
+
+    for (const type of types) {
+      const abstract = isAbstractType(type) ? composites.get(type) : undefined;
+      if (abstract?.possibleTypes != null) Object.assign(abstract, this.classes(type, abstract.possibleTypes));
     }
 
     const metaFields = new Map<string, FieldCost>();
@@ -373,6 +394,76 @@ class Compiler {
     }
     const size = sizes.get(key);
     return size === undefined ? null : Math.max(size, this.defaultListSize);
+  }
+
+  /** The classes of `type`'s possible types whose fields of `type` (its own, and `__typename`) price alike, and one type of each. */
+  private classes(
+    type: GraphQLNamedType,
+    possibleTypes: readonly CompositeCost[],
+  ): { representatives: readonly CompositeCost[]; classes: readonly number[] } {
+    const names = [...(isInterfaceType(type) ? Object.keys(type.getFields()) : []), TypeNameMetaFieldDef.name];
+    const bySignature = new Map<string, number>();
+    const representatives: CompositeCost[] = [];
+    const classes = possibleTypes.map((possible) => {
+      const signature = names
+        .map((name) => {
+          const field = possible.fields?.get(name);
+          return field === undefined ? '-' : String(this.shapeOf(field));
+        })
+        .join(' ');
+      let index = bySignature.get(signature);
+      if (index === undefined) {
+        bySignature.set(signature, (index = representatives.length));
+        representatives.push(possible);
+      }
+      return index;
+    });
+    return {
+      representatives: representatives.length === possibleTypes.length ? possibleTypes : Object.freeze(representatives),
+      classes: Object.freeze(classes),
+    };
+  }
+
+  /** A number equal for two fields that price every selection of them alike: everything the walks read of a field. */
+  private shapeOf(field: FieldCost): number {
+    let shape = this.shapes.get(field);
+    if (shape !== undefined) return shape;
+    const slicing = field.slicing.map((s) => {
+      let defaultValue: string;
+      try {
+        defaultValue = JSON.stringify(s.argument.defaultValue, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? 'u';
+      } catch {
+        defaultValue = `#${this.shapes.size}`; // a default that cannot be written out is its own
+      }
+      return `${s.argument.name}.${s.path.join('.')}:${s.literal ?? ''}:${String(s.argument.type)}=${defaultValue}`;
+    });
+    const key = [
+      field.weight,
+      field.isList,
+      field.listDepth,
+      field.innerCount,
+      field.target?.index ?? -1,
+      field.assumedSize ?? 'd',
+      // A sized context is told apart by identity: one per field that declares it.
+      field.sized === null ? 'n' : `#${this.shapes.size}`,
+      slicing.join(','),
+      field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(','),
+      (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${this.inputKey(a.input)}`).join(','),
+    ].join('|');
+    shape = this.shapeKeys.get(key);
+    if (shape === undefined) this.shapeKeys.set(key, (shape = this.shapeKeys.size));
+    this.shapes.set(field, shape);
+    return shape;
+  }
+
+  /** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by type (one object each). */
+  private inputKey(input: InputCost): string {
+    let key = this.inputKeys.get(input);
+    if (key === undefined) {
+      key = input.kind === 'leaf' ? `l${input.cost}` : input.kind === 'list' ? `[${this.inputKey(input.of)}]` : `o${this.inputKeys.size}`;
+      this.inputKeys.set(input, key);
+    }
+    return key;
   }
 
   /** `__typename` on an object type: weighs nothing, charges what the type's (and its interfaces') directives say. */
