@@ -195,7 +195,8 @@ class Walk {
     // A selection set the numbering did not reach (only in a hand-built document holding itself) is never memoized.
     const key = id === undefined ? -1 : id * this.typeCount + type.index;
     if (key < 0) memoize = false;
-    else if (this.input.repeated[id!] === 1) memoize = true;
+    // Content met again, unless at a size of its own: entries per size would make every lookup longer.
+    else if (this.input.repeated[id!] === 1 && size < 0) memoize = true;
     if (memoize) {
       for (let entry = this.memo?.get(key); entry !== undefined; entry = entry.next) {
         if (entry.context === context && entry.size === size) {
