@@ -1,7 +1,9 @@
 // `CostModel.actualCostOf`: the same formula over the response, each list's
 // size replaced by the number of items it holds. The arithmetic is next to
 // each number.
+import { execute, getOperationAST, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { CostModel } from '../src/index.js';
 import { costSchema, pricer } from './support/graphql.js';
 
 const { costOf, actualCostOf } = pricer(
@@ -112,5 +114,83 @@ describe('actualCostOf', () => {
     // Resolvers that return more than asked for are not charged more than was taken.
     expect(actualCostOf('{ items(first: 2) { price } }', { items: items(5, { price: 1 }) })).toEqual({ api: 2, price: 2 });
     expect(actualCostOf('{ search(first: 5) { price } }', null)).toEqual({ api: 0, search: 0, price: 0 });
+  });
+});
+
+describe('actualCostOf on what graphql-js returns', () => {
+  const schema = costSchema(`
+    type Query @tokenBucket(name: "api") { search: [Result] @listSize(assumedSize: 1) }
+    union Result = Cheap | Pricey
+    type Cheap { name: String }
+    type Pricey { name: String items(first: Int): [Item] }
+    type Item { id: ID @tokenBucket(name: "item", cost: 1) }
+  `);
+  const model = new CostModel(schema);
+  const price = async (query: string, rootValue: unknown) => {
+    const document = parse(query);
+    expect(validate(schema, document)).toEqual([]);
+    const operation = getOperationAST(document)!;
+    const result = await execute({ schema, document, rootValue, typeResolver: (value: { kind: string }) => value.kind });
+    expect(result.errors).toBeUndefined();
+    return { estimate: Object.fromEntries(model.costOf(document, operation)), actual: Object.fromEntries(model.actualCostOf(document, operation, undefined, result.data)) };
+  };
+
+  it('takes __typename only from a key that holds it for that type, not from a string field another type aliases there', async () => {
+    // A Pricey whose name someone set to "Cheap", read under the key where a Cheap writes its __typename.
+    const pricey = { kind: 'Pricey', name: 'Cheap', items: Array.from({ length: 100 }, (_, i) => ({ id: String(i) })) };
+    for (const query of [
+      '{ search { ... on Cheap { kind: __typename } ... on Pricey { kind: name items(first: 100) { id } } } }',
+      '{ search { ... on Cheap { __typename } ... on Pricey { __typename: name items(first: 100) { id } } } }',
+      '{ search { __typename ... on Cheap { kind: __typename } ... on Pricey { kind: name items(first: 100) { id } } } }',
+    ]) {
+      const { estimate, actual } = await price(query, { search: [pricey] });
+      // search 1 × (Pricey 1 + items 100 × (1 + 0)); item: 100 ids
+      expect(estimate, query).toEqual({ api: 101, item: 100 });
+      expect(actual, query).toEqual({ api: 101, item: 100 });
+      // A real Cheap is still told apart.
+      expect((await price(query, { search: [{ kind: 'Cheap', name: 'x' }] })).actual, query).toEqual({ api: 1, item: 0 });
+    }
+  });
+});
+
+describe('actualCostOf of objects whose type the response does not tell', () => {
+  const types = 400;
+  const schema = costSchema(`
+    type Query @tokenBucket(name: "api") { nodes(first: Int): [Node] }
+    interface Node { id: ID }
+    type A implements Node { id: ID f(list: [Int] @cost(weight: "1")): Int }
+    type B implements Node { id: ID f(list: [Int] @cost(weight: "1")): Int }
+    ${Array.from({ length: types }, (_, i) => `type T${i} implements Node { id: ID t${i}: Int }`).join('\n')}
+  `);
+  const model = new CostModel(schema);
+
+  it('prices them as the most expensive type they could be, arguments included', async () => {
+    const document = parse('{ nodes(first: 1) { ... on A { x: f(list: [1]) } ... on B { x: f(list: [1, 2, 3, 4, 5]) } } }');
+    expect(validate(schema, document)).toEqual([]);
+    const operation = getOperationAST(document)!;
+    // nodes 1 × (Node 1 + B's x: list 1 + 5 elements × 1)
+    expect(Object.fromEntries(model.costOf(document, operation))).toEqual({ api: 7 });
+    // { x } could be an A's (1 + 2) or a B's (1 + 6).
+    expect(Object.fromEntries(model.actualCostOf(document, operation, undefined, { nodes: [{ x: 1 }] }))).toEqual({ api: 7 });
+  });
+
+  it('prices a long list of them in about the time graphql-js takes to produce it', async () => {
+    const count = 20_000;
+    const document = parse(`{ nodes(first: ${count}) { id } }`);
+    const operation = getOperationAST(document)!;
+    const rootValue = { nodes: Array.from({ length: count }, (_, i) => ({ kind: `T${i % types}`, id: String(i) })) };
+    const run = () => execute({ schema, document, rootValue, typeResolver: (value: { kind: string }) => value.kind }) as Promise<{ data: unknown }>;
+    await run(); // warm-up
+    let started = performance.now();
+    const { data } = await run();
+    const executeMs = performance.now() - started;
+    model.actualCostOf(document, operation, undefined, data); // warm-up
+    started = performance.now();
+    const actual = Object.fromEntries(model.actualCostOf(document, operation, undefined, data));
+    const priceMs = performance.now() - started;
+    // nodes 20,000 × (1 + 0)
+    expect(actual).toEqual({ api: count });
+    // Each object priced once per type it could be (400, with { id } only), and each such price looked up among the others, took 6 s.
+    expect(priceMs, `actualCostOf ${priceMs.toFixed(1)} ms, execute ${executeMs.toFixed(1)} ms`).toBeLessThan(3 * executeMs + 20);
   });
 });

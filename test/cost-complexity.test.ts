@@ -1,5 +1,6 @@
 // SPEC §2, "Complexity": one test per rule, the arithmetic next to each number.
-import { buildSchema } from 'graphql';
+import { buildSchema, execute, getIntrospectionQuery, getOperationAST, parse } from 'graphql';
+import type { GraphQLObjectType } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
 import { costSchema, pricer } from './support/graphql.js';
@@ -203,6 +204,28 @@ describe('abstract types: the most expensive possible type', () => {
     // a: 2 × 3 (Cheap), b: 2 × 4 (Costly)
     expect(costOf('{ feed(first: 2) { ... on Cheap { a } ... on Costly { b } } }')).toEqual({ a: 6, b: 8 });
   });
+
+  it('finds the most expensive type among many that price the interface alike', () => {
+    // 50 types alike, one whose id weighs 7, one whose type-level directive charges "t", one with a costly field of its own.
+    const alike = Array.from({ length: 50 }, (_, i) => `type A${i} implements Named { id: ID name: String x${i}: Int }`);
+    const { costOf: price } = pricer(
+      costSchema(`
+        type Query @tokenBucket(name: "api") { named(first: Int): [Named] }
+        interface Named { id: ID name: String }
+        ${alike.join('\n')}
+        type Heavy implements Named { id: ID @cost(weight: "7") name: String }
+        type Charged implements Named @tokenBucket(name: "t", cost: 2) { id: ID name: String }
+        type Deep implements Named { id: ID name: String items(first: Int): [Named] }
+      `),
+    );
+    // api: 3 × (1 + Heavy's id 7); t: Charged's id and name, 2 each, 3 times
+    expect(price('{ named(first: 3) { id name } }')).toEqual({ api: 24, t: 12 });
+    // Deep's items: 3 × (1 + items 4 × (1 + Heavy's 7)) = 99 beats Heavy's 3 × (1 + 7) = 24;
+    // t: Deep's items, each a Charged id at most: 3 × 4 × 2 = 24 beats Charged's own 3 × 2
+    expect(price('{ named(first: 3) { id ... on Deep { items(first: 4) { id } } } }')).toEqual({ api: 99, t: 24 });
+    // A fragment on one of the alike types prices that type on its own: 3 × (1 + x7 0 + Named 1 × …)
+    expect(price('{ named(first: 3) { ...on A7 { x7 } name } }')).toEqual({ api: 3, t: 6 });
+  });
 });
 
 describe('type-level and interface-level @tokenBucket', () => {
@@ -264,9 +287,41 @@ describe('type-level and interface-level @tokenBucket', () => {
   it('charges introspection on the query type, by its complexity, unless told not to', () => {
     const schema = costSchema('type Query @tokenBucket(name: "api") { a: Int }');
     const introspection = '{ __schema { types { name fields { name } } } __type(name: "Query") { name } }';
-    // __schema 1 × (1 + types 10 × (1 + fields 10 × (1 + 0))) = 111, __type 1
-    expect(pricer(schema).costOf(introspection)).toEqual({ api: 112 });
+    // Introspection's lists are as long as the schema makes them, at most:
+    // 12 types (Query, Int, String, Boolean and 8 introspection types), and
+    // 11 fields on the type with the most (__Type).
+    // __schema 1 × (1 + types 12 × (1 + fields 11 × (1 + 0))) = 145, __type 1
+    expect(Object.keys(schema.getTypeMap())).toHaveLength(12);
+    expect(Object.keys((schema.getType('__Type') as GraphQLObjectType).getFields())).toHaveLength(11);
+    expect(pricer(schema).costOf(introspection)).toEqual({ api: 146 });
     expect(pricer(schema, { chargeIntrospection: false }).costOf(introspection)).toEqual({});
+  });
+
+  it('charges introspection at least what it returns, however large the schema', async () => {
+    // 60 types of 15 fields with 2 arguments each: far past the default list size.
+    const types = Array.from({ length: 60 }, (_, i) =>
+      `type T${i} { ${Array.from({ length: 15 }, (_, j) => `f${j}(a: Int, b: String): T${(i + 1) % 60}`).join(' ')} }`,
+    );
+    const schema = costSchema(`type Query @tokenBucket(name: "api") { t: T0 }\n${types.join('\n')}`);
+    const { model } = pricer(schema);
+    const objects = (value: unknown): number =>
+      Array.isArray(value)
+        ? value.reduce((n: number, v) => n + objects(v), 0)
+        : value !== null && typeof value === 'object'
+          ? 1 + Object.values(value).reduce((n: number, v) => n + objects(v), 0)
+          : 0;
+    for (const query of [
+      getIntrospectionQuery(),
+      '{ __schema { types { fields { args { type { name } } } } } }',
+      '{ __schema { types { fields { type { fields { type { fields { name } } } } } } } }',
+      '{ __type(name: "T0") { fields { type { fields { type { interfaces { name } possibleTypes { name } } } } } } }',
+    ]) {
+      const document = parse(query);
+      const result = await execute({ schema, document });
+      expect(result.errors).toBeUndefined();
+      // Every object returned weighs 1 (`data` itself is none).
+      expect(model.costOf(document, getOperationAST(document)!).get('api'), query).toBeGreaterThanOrEqual(objects(result.data) - 1);
+    }
   });
 });
 

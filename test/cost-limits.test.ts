@@ -1,4 +1,4 @@
-import { Kind, buildSchema, getOperationAST, parse, validate } from 'graphql';
+import { Kind, buildSchema, getOperationAST, getVariableValues, parse, validate } from 'graphql';
 import type { DocumentNode, FieldNode, OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CostModel } from '../src/cost/cost-model.js';
@@ -103,6 +103,86 @@ describe('operations built to be expensive to analyze', () => {
   });
 });
 
+describe('an interface of many types', () => {
+  // An interface implemented by 2,000 types, each pricing its fields on its own.
+  const types = 2000;
+  const wide = buildSchema(`
+    ${tokenBucketDirectiveTypeDefs}
+    type Query @tokenBucket(name: "api") { node: Node nodes(first: Int): [Node] }
+    interface Node { id: ID }
+    ${Array.from({ length: types }, (_, i) => `type T${i} implements Node { id: ID f${i}: Int }`).join('\n')}
+  `);
+  const wideModel = new CostModel(wide);
+
+  /** Milliseconds of graphql-js `validate` and of `costOf` on the same freshly parsed document. */
+  function timed(query: string, noLocation: boolean): { validateMs: number; priceMs: number; cost: Record<string, number> } {
+    const document = parse(query, { noLocation });
+    let started = performance.now();
+    expect(validate(wide, document)).toEqual([]);
+    const validateMs = performance.now() - started;
+    started = performance.now();
+    const cost = Object.fromEntries(wideModel.costOf(document, getOperationAST(document)!));
+    return { validateMs, priceMs: performance.now() - started, cost };
+  }
+
+  it('prices many aliases of one selection on it about as fast as graphql-js validates them', () => {
+    const aliases = 5000;
+    const each = (selection: string): string => Array.from({ length: aliases }, (_, i) => `a${i}: node ${selection}`).join(' ');
+    // Parsed with locations or without (Apollo Server's `parseOptions: { noLocation: true }`).
+    for (const [query, noLocation] of [
+      [`{ ${each('{ id }')} }`, false],
+      [`{ ${each('{ ...F __typename }')} }\nfragment F on Node { id }`, false],
+      [`{ ${each('{ ...F __typename }')} }\nfragment F on Node { id }`, true],
+    ] as const) {
+      timed(query, noLocation); // warm-up
+      const { validateMs, priceMs, cost } = timed(query, noLocation);
+      // api: 5,000 × node (1 + 0)
+      expect(cost).toEqual({ api: aliases });
+      // Priced once per alias and possible type, this took 11 (`{ id }`) to 240 times as long as validation.
+      expect(priceMs, `costOf ${priceMs.toFixed(1)} ms, validate ${validateMs.toFixed(1)} ms`).toBeLessThan(3 * validateMs + 20);
+    }
+  });
+
+  it('prices many aliases of one selection on an interface sized by each alias about as fast as graphql-js validates them', () => {
+    const sized = buildSchema(`
+      ${tokenBucketDirectiveTypeDefs}
+      directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
+      type Query @tokenBucket(name: "api") { conn(first: Int): Conn @listSize(slicingArguments: ["first"], sizedFields: ["edges"]) }
+      interface Conn { edges: [Edge] }
+      type A implements Conn { edges: [Edge] }
+      type B implements Conn { edges: [Edge] x: Int }
+      type Edge { id: ID }
+    `);
+    const sizedModel = new CostModel(sized);
+    const aliases = 20_000;
+    const document = parse(`{ ${Array.from({ length: aliases }, (_, i) => `a${i}: conn(first: ${i}) { edges { id } }`).join(' ')} }`);
+    let started = performance.now();
+    expect(validate(sized, document)).toEqual([]);
+    const validateMs = performance.now() - started;
+    started = performance.now();
+    // api: Σ over i of conn 1 × (1 + edges i × (1 + 0)) = 20,000 + 19,999 × 20,000 / 2
+    expect(sizedModel.costOf(document, getOperationAST(document)!).get('api')).toBe(aliases + (19_999 * aliases) / 2);
+    const priceMs = performance.now() - started;
+    // Memoized once per size, every lookup read all the sizes before it: 2 to 5 times as long as validation.
+    expect(priceMs, `costOf ${priceMs.toFixed(1)} ms, validate ${validateMs.toFixed(1)} ms`).toBeLessThan(validateMs + 50);
+  });
+
+  it('prices one selection of many fields on it about as fast as graphql-js validates it', () => {
+    const fields = 20_000;
+    const aliases = Array.from({ length: fields }, (_, i) => `a${i}: id`).join(' ');
+    // With and without fragments on some of its types, whose fields are priced on those types alone.
+    for (const narrower of ['', '... on T1 { f1 } ... on T7 { f7 id }']) {
+      const query = `{ nodes(first: 2) { ${aliases} ${narrower} } }`;
+      timed(query, false); // warm-up
+      const { validateMs, priceMs, cost } = timed(query, false);
+      // api: nodes 2 × (Node 1 + 0)
+      expect(cost).toEqual({ api: 2 });
+      // Priced on each of the 2,000 types, this took 10 times as long as validation.
+      expect(priceMs, `costOf ${priceMs.toFixed(1)} ms, validate ${validateMs.toFixed(1)} ms`).toBeLessThan(3 * validateMs + 20);
+    }
+  });
+});
+
 /** `{ items(first: 1) { child { child … { id } } } }`, `depth` children deep, built without the parser (which stops near 2,000). */
 function handBuilt(depth: number): [DocumentNode, OperationDefinitionNode] {
   let field: FieldNode = { kind: Kind.FIELD, name: { kind: Kind.NAME, value: 'id' } };
@@ -126,14 +206,19 @@ describe('depth', () => {
     expect(Object.fromEntries(model.actualCostOf(document, operation, undefined, { items: [data] }))).toEqual({ api: 100_001, items: 1 });
   });
 
-  it('prices variables nested deeper than graphql-js coerces as variables that do not coerce (execution rejects them)', () => {
-    const document = parse('query ($v: Nested) { nested(value: $v) }');
+  it('prices variables nested deeper than graphql-js coerces by what was sent', () => {
+    // Whether graphql-js runs out of stack coercing them depends on how deep
+    // its stack already is: pricing may run out where execution, on another
+    // stack, does not. So what was sent is priced, every other variable too.
+    const document = parse('query ($n: Int, $v: Nested) { items(first: $n) { id } nested(value: $v) }');
     let value: Record<string, unknown> = { n: 1 };
     for (let i = 0; i < 100_000; i++) value = { inner: value };
-    expect(model.costOf(document, getOperationAST(document)!, { v: value }).get('api')).toBe(0);
-    // As deep as graphql-js coerces, it is priced: Nested 1 per level.
+    expect(getVariableValues(schema, getOperationAST(document)!.variableDefinitions!, { n: 1000, v: value }).errors?.[0]?.message).toMatch(/call stack/);
+    // api: items 1000 × (1 + 0) + nested (Nested 1 per level, 100,001 levels); items: 1
+    expect(Object.fromEntries(model.costOf(document, getOperationAST(document)!, { n: 1000, v: value }))).toEqual({ api: 101_001, items: 1 });
+    // As deep as graphql-js coerces, the same: Nested 1 per level.
     value = { n: 1 };
     for (let i = 0; i < 1000; i++) value = { inner: value };
-    expect(model.costOf(document, getOperationAST(document)!, { v: value }).get('api')).toBe(1001);
+    expect(model.costOf(document, getOperationAST(document)!, { n: 0, v: value }).get('api')).toBe(1001);
   });
 });

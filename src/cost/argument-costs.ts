@@ -32,7 +32,7 @@ export class ArgumentPricer {
   private readonly inputs: InputCost[] = [];
   private readonly costs: (number | null)[] = [];
 
-  /** `variables`: what the request sent, or null when they did not coerce (then the operation never runs). */
+  /** `variables`: what the request sent, or null when they do not coerce (then the operation never runs). */
   constructor(
     private readonly variables: Readonly<Record<string, unknown>> | null,
     definitions: readonly VariableDefinitionNode[] | undefined,

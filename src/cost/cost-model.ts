@@ -1,11 +1,12 @@
-import { Kind, assertSchema, getVariableValues } from 'graphql';
+import { GraphQLError, Kind, assertSchema, getVariableValues } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { ArgumentPricer } from './argument-costs.js';
 import { measureOperation } from './measure-operation.js';
 import { measureResponse } from './measure-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
 import type { CompositeCost, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
-import { sharesSelectionSets } from './selections.js';
+import { selectionSetIds, sharesSelectionSets } from './selections.js';
+import type { SelectionSetIds } from './selections.js';
 
 export type { TokenBucketAnnotation } from './schema-costs.js';
 
@@ -31,11 +32,12 @@ const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
 interface DocumentInfo {
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   readonly sharesSelectionSets: boolean;
+  readonly selectionSets: SelectionSetIds;
 }
 
 interface Variables {
   readonly coerced: Readonly<Record<string, unknown>>;
-  /** As sent, when they coerced; null when they did not (the operation then never runs). */
+  /** As sent, when they coerced or graphql-js ran out of stack; null when they did not coerce (the operation then never runs). */
   readonly raw: Readonly<Record<string, unknown>> | null;
 }
 
@@ -83,8 +85,9 @@ export class CostModel {
    * means more than any bucket can hold.
    *
    * Never throws for an operation, however deep: the walk keeps its own
-   * stack. Variables graphql-js cannot coerce (too deep for it included)
-   * are priced as absent; execution then rejects them.
+   * stack. Variables graphql-js cannot coerce are priced as absent
+   * (execution then rejects them), except those too deep for its stack,
+   * which are priced as sent.
    */
   costOf(
     document: DocumentNode,
@@ -96,7 +99,7 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    const { fragments, sharesSelectionSets } = this.documentInfo(document);
+    const { fragments, sharesSelectionSets, selectionSets } = this.documentInfo(document);
     const { coerced, raw } = this.coerce(operation, variables);
     const { charges, touched } = measureOperation(
       {
@@ -104,6 +107,8 @@ export class CostModel {
         defaultListSize: this.defaultListSize,
         fragments,
         sharesSelectionSets,
+        selectionSetIds: selectionSets.ids,
+        repeated: selectionSets.repeated,
         variables: coerced,
         rawVariables: raw ?? NO_VARIABLES,
         arguments: new ArgumentPricer(raw, operation.variableDefinitions),
@@ -128,8 +133,9 @@ export class CostModel {
    * same keys as the estimate.
    *
    * Where an object's concrete type cannot be told (an abstract type
-   * without `__typename` in the response), it is priced as the most
-   * expensive type that could have produced it.
+   * whose possible types' selections would produce the same keys and
+   * `__typename`s), it is priced as the most expensive type that could have
+   * produced it.
    */
   actualCostOf(
     document: DocumentNode,
@@ -184,13 +190,19 @@ export class CostModel {
     return last !== undefined && last.variables === variables ? last.costs : this.costOf(document, operation, variables);
   }
 
-  /** Variables that do not coerce fail execution later; the operation is still priced, sizes falling back to assumed ones. */
+  /**
+   * Variables that do not coerce fail execution later; the operation is
+   * still priced, sizes falling back to assumed ones. Variables graphql-js
+   * ran out of stack coercing are priced as sent: execution, on a stack of
+   * another depth, may coerce them.
+   */
   private coerce(operation: OperationDefinitionNode, variables: Readonly<Record<string, unknown>> | null | undefined): Variables {
     const definitions = operation.variableDefinitions;
     if (definitions === undefined || definitions.length === 0) return { coerced: NO_VARIABLES, raw: NO_VARIABLES };
     const values = variables ?? {};
     const coerced = getVariableValues(this.schema, definitions, values, { maxErrors: 1 });
-    return coerced.coerced === undefined ? { coerced: NO_VARIABLES, raw: null } : { coerced: coerced.coerced, raw: values };
+    if (coerced.coerced !== undefined) return { coerced: coerced.coerced, raw: values };
+    return { coerced: NO_VARIABLES, raw: coerced.errors.some(outOfStack) ? values : null };
   }
 
   private documentInfo(document: DocumentNode): DocumentInfo {
@@ -200,11 +212,16 @@ export class CostModel {
       for (const definition of document.definitions) {
         if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
       }
-      info = { fragments, sharesSelectionSets: sharesSelectionSets(document) };
+      info = { fragments, sharesSelectionSets: sharesSelectionSets(document), selectionSets: selectionSetIds(document) };
       this.documents.set(document, info);
     }
     return info;
   }
+}
+
+/** graphql-js passes a stack overflow on as it is, or wraps it when a scalar's `parseValue` hit it. */
+function outOfStack(error: unknown): boolean {
+  return error instanceof RangeError || (error instanceof GraphQLError && error.originalError instanceof RangeError);
 }
 
 /**

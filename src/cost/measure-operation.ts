@@ -24,6 +24,8 @@ const MAX_INT = 2147483647;
 const MIN_INT = -2147483648;
 /** Frames the walk starts with: deeper operations grow it. */
 const INITIAL_DEPTH = 16;
+/** Narrower type conditions in one selection set past which every possible type is priced. */
+const MAX_CONDITIONS = 64;
 /** Memoized frames the store starts with, once one is needed. */
 const INITIAL_SAVED = 64;
 
@@ -43,9 +45,8 @@ const POSSIBLE_TYPE = 3;
  * however deep an operation nests, the call stack stays flat.
  */
 
-/** One memoized evaluation of a selection set; a short list per node, as most nodes meet one type. */
+/** One memoized evaluation of a selection set on a type; a short list per (content, type), as most meet one context. */
 interface MemoEntry {
-  readonly type: CompositeCost;
   readonly context: SizedContext | null;
   readonly size: number;
   /** Where the measure's vector was saved in `Walk.saved`. */
@@ -64,6 +65,10 @@ export interface MeasureInput {
    * every selection set may be met more than once, and all are memoized.
    */
   readonly sharesSelectionSets: boolean;
+  /** Selection sets numbered by content (selections.ts): equal numbers price alike. */
+  readonly selectionSetIds: ReadonlyMap<SelectionSetNode, number>;
+  /** Per number: 1 where selection sets of that content sit at several places, so a memo entry for it is read again. */
+  readonly repeated: Uint8Array;
   /** Coerced variable values. */
   readonly variables: Readonly<Record<string, unknown>>;
   /** The variables as the request sent them, for sizes a custom scalar would hide. */
@@ -107,9 +112,13 @@ class Frame {
   shared = false;
   /** Save this frame's measure when it is done. */
   memoize = false;
+  /** The memo key: content number and type. */
+  key = -1;
   terms: SizeTerms = null;
   /** An abstract type's next possible type to evaluate; -1 for an object type. */
   nextType = -1;
+  /** An abstract type's possible types to evaluate: all of them, or one per class. */
+  types: readonly CompositeCost[] = [];
   /** The selection lists being read (the set's own, then inline fragments'), with a cursor each. */
   readonly lists: (readonly SelectionNode[])[] = [];
   readonly cursors: number[] = [];
@@ -132,10 +141,15 @@ class Walk {
   /** Memoized vectors, `width` numbers each. */
   private saved: Float64Array | null = null;
   private savedLength = 0;
-  /** Only selection sets that can be met more than once are memoized: see `enter`. */
-  private memo: Map<SelectionSetNode, MemoEntry> | null = null;
+  /** Only selection sets that can be met more than once are memoized (see `enter`), by content number and type. */
+  private memo: Map<number, MemoEntry> | null = null;
+  private readonly typeCount: number;
   /** Fragments being expanded on the current path: a cycle (invalid anyway) is cut, not followed. */
   private readonly expanding = new Set<string>();
+  /** `narrowerConditions` answers, by content number and type. */
+  private conditions: Map<number, ReadonlySet<string> | null> | null = null;
+  /** `typesToPrice` answers where conditions narrow, by content number and type. */
+  private typeLists: Map<number, readonly CompositeCost[]> | null = null;
 
   constructor(private readonly input: MeasureInput) {
     this.costs = input.costs;
@@ -143,6 +157,7 @@ class Walk {
     this.width = bucketCount + 1;
     this.touched = new Uint8Array(bucketCount);
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
+    this.typeCount = input.costs.types.size;
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost): void {
@@ -158,7 +173,9 @@ class Walk {
    *
    * `memoize` says the selection set may be met again with the same type
    * and context: it is a fragment's, or lies below a fragment or an
-   * abstract type (each possible type evaluates it again). Any other
+   * abstract type (each possible type evaluates it again). So is one whose
+   * content sits at several places (`a: node { id } b: node { id }`, each
+   * costing every possible type of an interface otherwise). Any other
    * selection set belongs to one field of the operation and is met exactly
    * once, so a memo entry for it would never be read.
    */
@@ -174,9 +191,15 @@ class Walk {
     const depth = this.depth + 1;
     const at = depth * width;
     if (at + 2 * width > this.stack.length) this.grow(at + 2 * width);
+    const id = this.input.selectionSetIds.get(selectionSet);
+    // A selection set the numbering did not reach (only in a hand-built document holding itself) is never memoized.
+    const key = id === undefined ? -1 : id * this.typeCount + type.index;
+    if (key < 0) memoize = false;
+    // Content met again, unless at a size of its own: entries per size would make every lookup longer.
+    else if (this.input.repeated[id!] === 1 && size < 0) memoize = true;
     if (memoize) {
-      for (let entry = this.memo?.get(selectionSet); entry !== undefined; entry = entry.next) {
-        if (entry.type === type && entry.context === context && entry.size === size) {
+      for (let entry = this.memo?.get(key); entry !== undefined; entry = entry.next) {
+        if (entry.context === context && entry.size === size) {
           this.restore(entry.at, at);
           this.resume(entry.terms);
           return;
@@ -193,6 +216,7 @@ class Walk {
     frame.size = type.possibleTypes !== null ? size : -1;
     frame.shared = shared;
     frame.memoize = memoize;
+    frame.key = key;
     frame.terms = null;
     frame.waiting = NOTHING;
     if (type.possibleTypes !== null) {
@@ -217,7 +241,10 @@ class Walk {
       // once per possible type, so what lies below it is shared. The
       // possible types' own measures are never looked up again (the entry
       // for the abstract type replaces them), unless the document shares nodes.
-      const next = possibleTypes[frame.nextType];
+      // Of the types no narrower type condition names, one per class of
+      // types that price the abstract type's fields alike stands for all.
+      if (frame.nextType === 0) frame.types = this.typesToPrice(frame.selectionSet!, type);
+      const next = frame.types[frame.nextType];
       if (next !== undefined) {
         frame.nextType++;
         frame.waiting = POSSIBLE_TYPE;
@@ -287,14 +314,12 @@ class Walk {
     const at = this.depth * this.width;
     if (frame.memoize) {
       const memo = (this.memo ??= new Map());
-      const selectionSet = frame.selectionSet!;
-      memo.set(selectionSet, {
-        type: frame.type!,
+      memo.set(frame.key, {
         context: frame.context,
         size: frame.size,
         at: this.save(at),
         terms: frame.terms,
-        next: memo.get(selectionSet),
+        next: memo.get(frame.key),
       });
     }
     this.depth--;
@@ -490,6 +515,122 @@ class Walk {
       default:
         return Number.NaN;
     }
+  }
+
+  /**
+   * The possible types of the abstract `type` to price `selectionSet` on:
+   * every type a narrower type condition at its own level (through inline
+   * fragments and the fragments it spreads) applies to, and one type of
+   * each class (schema-costs.ts) for the rest, which price it alike. Kept
+   * per selection set and type, so every fragment is read once per type.
+   */
+  private typesToPrice(selectionSet: SelectionSetNode, type: CompositeCost): readonly CompositeCost[] {
+    const possibleTypes = type.possibleTypes!;
+    if (type.representatives === possibleTypes) return possibleTypes;
+    const keyOf = (set: SelectionSetNode): number => {
+      const id = this.input.selectionSetIds.get(set);
+      return id === undefined ? -1 : id * this.typeCount + type.index;
+    };
+    const key = keyOf(selectionSet);
+    if (key < 0) return possibleTypes;
+    const known = this.conditions?.get(key);
+    const names = known === undefined ? this.narrowerConditions(selectionSet, type, keyOf) : known;
+    if (names === null) return possibleTypes;
+    if (names.size === 0) return type.representatives!;
+    let types = this.typeLists?.get(key);
+    if (types === undefined) {
+      const classes = type.classes!;
+      const priced = new Set<number>();
+      const list: CompositeCost[] = [];
+      possibleTypes.forEach((possible, i) => {
+        let named = names.has(possible.name);
+        if (!named) for (const name of names) if (possible.abstractTypes.has(name)) named = true;
+        if (named) list.push(possible);
+        else if (!priced.has(classes[i]!)) {
+          priced.add(classes[i]!);
+          list.push(possible);
+        }
+      });
+      (this.typeLists ??= new Map()).set(key, (types = list));
+    }
+    return types;
+  }
+
+  /**
+   * The type conditions other than `type` named at `selectionSet`'s own
+   * level, through inline fragments on `type` and the fragments it spreads
+   * (null: too many to be worth telling apart, or a fragment cycle). What a
+   * narrower condition holds applies only to types it names already.
+   */
+  private narrowerConditions(
+    selectionSet: SelectionSetNode,
+    type: CompositeCost,
+    keyOf: (set: SelectionSetNode) => number,
+  ): ReadonlySet<string> | null {
+    const known = (this.conditions ??= new Map());
+    // Selection sets whose answer waits on the fragments they spread, each with its own conditions and those fragments' sets.
+    const pending: SelectionSetNode[] = [selectionSet];
+    const open = new Set<SelectionSetNode>(pending);
+    const own = new Map<SelectionSetNode, { names: Set<string>; spreads: SelectionSetNode[] }>();
+    const done = (): void => void open.delete(pending.pop()!);
+    while (pending.length > 0) {
+      const current = pending[pending.length - 1]!;
+      const key = keyOf(current);
+      if (key < 0) return null;
+      if (known.has(key)) {
+        done();
+        continue;
+      }
+      let level = own.get(current);
+      if (level === undefined) {
+        level = { names: new Set(), spreads: [] };
+        const lists: (readonly SelectionNode[])[] = [current.selections];
+        while (lists.length > 0) {
+          for (const selection of lists.pop()!) {
+            if (selection.kind === INLINE_FRAGMENT) {
+              const condition = selection.typeCondition?.name.value;
+              if (condition === undefined || condition === type.name) lists.push(selection.selectionSet.selections);
+              else level.names.add(condition);
+            } else if (selection.kind === FRAGMENT_SPREAD) {
+              const fragment = this.input.fragments.get(selection.name.value);
+              if (fragment === undefined) continue;
+              const condition = fragment.typeCondition.name.value;
+              if (condition === type.name) level.spreads.push(fragment.selectionSet);
+              else level.names.add(condition);
+            }
+          }
+        }
+        own.set(current, level);
+      }
+      let names: Set<string> | null = level.names;
+      let blocked = false;
+      for (const spread of level.spreads) {
+        const below = known.get(keyOf(spread));
+        if (below === undefined) {
+          // A fragment spread inside itself (an invalid operation): every type is priced.
+          if (open.has(spread) || keyOf(spread) < 0) {
+            names = null;
+            break;
+          }
+          pending.push(spread);
+          open.add(spread);
+          blocked = true;
+          break;
+        }
+        if (below === null) {
+          names = null;
+          break;
+        }
+        if (below.size > 0) {
+          if (names === level.names) names = new Set(names);
+          for (const name of below) names.add(name);
+        }
+      }
+      if (blocked) continue;
+      known.set(key, names !== null && names.size > MAX_CONDITIONS ? null : names);
+      done();
+    }
+    return known.get(keyOf(selectionSet)) ?? null;
   }
 
   /** Copies the vector at `at` to the memo's store; returns where. */

@@ -1,7 +1,7 @@
 import { Kind } from 'graphql';
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
 import type { ArgumentPricer } from './argument-costs.js';
-import type { CompositeCost, FieldCost, SchemaCosts } from './schema-costs.js';
+import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
 import { applies, included, sat } from './selections.js';
 
 const FIELD = Kind.FIELD;
@@ -16,12 +16,13 @@ const INITIAL_DEPTH = 16;
  * selections of one response key (CollectFields); so does this walk, so a
  * field that ran once is charged once per place it appears.
  *
- * Where an object's type is abstract, `__typename` in the response names its
- * type; without it, the type is the one whose selections produce exactly the
- * object's keys; where several could, the most expensive of them is charged.
- * Like the static walk it never recurses, and its plans (what to read in an
- * object of a type) are built once per (selection, type), as graphql-js
- * builds its own, so the work is linear in the response.
+ * Where an object's type is abstract, its type is one whose selections
+ * produce exactly the object's keys and whose `__typename`, where selected,
+ * it holds; where several could, the most expensive of them is charged,
+ * each set of types whose plans price alike priced once. Like the static
+ * walk it never recurses, and its plans (what to read in an object of a
+ * type) are built once per (selection, type), as graphql-js builds its own,
+ * so the work is linear in the response.
  */
 
 /** Field selections merged under one response key: their sub-selections, as graphql-js merges them. */
@@ -30,7 +31,18 @@ interface Group {
   readonly selectionSets: readonly SelectionSetNode[];
   readonly plans: Map<CompositeCost, Plan>;
   /** An abstract type's possible types that fit an object, by the object's keys. */
-  readonly candidates: Map<string, readonly CompositeCost[]>;
+  readonly candidates: Map<string, Candidates>;
+  /** Per abstract type: a key that holds `__typename` for every possible type that has it, or null. */
+  readonly typenameKeys: Map<CompositeCost, string | null>;
+}
+
+/** The possible types whose selections give one set of keys. */
+interface Candidates {
+  readonly fitting: readonly CompositeCost[];
+  /** One of the fitting types per plan shape: the others would price any object alike. */
+  readonly distinct: readonly CompositeCost[];
+  /** Whether a fitting type selects `__typename`: then an object's value there narrows them. */
+  readonly named: boolean;
 }
 
 interface PlanEntry {
@@ -47,6 +59,10 @@ interface Plan {
   readonly keys: ReadonlySet<string>;
   /** A key holding `__typename`, or null. */
   readonly typename: string | null;
+  /** Every key holding `__typename`. */
+  readonly typenames: ReadonlySet<string>;
+  /** Equal for two plans that price every object alike (the same keys, fields priced alike, the same groups below). */
+  readonly shape: string;
 }
 
 export interface ResponseInput {
@@ -94,11 +110,6 @@ class Frame {
   slots = 0;
 }
 
-interface Saved {
-  readonly group: Group;
-  readonly type: CompositeCost;
-  readonly at: number;
-}
 
 class ResponseWalk {
   readonly width: number;
@@ -109,13 +120,23 @@ class ResponseWalk {
   private readonly selectionSetIds = new Map<SelectionSetNode, number>();
   /** How many frames below an object of undecided type are open: then objects are memoized. */
   private ambiguity = 0;
-  private memo: Map<object, Saved[]> | null = null;
+  /** Per object: where its price for (group, type) was saved, by `group.id × typeCount + type.index`. */
+  private memo: Map<object, Map<number, number>> | null = null;
+  private readonly typeCount: number;
+  /** An abstract type's possible types by name. */
+  private readonly byName = new Map<CompositeCost, Map<string, CompositeCost>>();
+  /** Numbers for fields that price a response alike (see `fieldShape`). */
+  private readonly fieldShapes = new Map<FieldCost, number>();
+  private readonly shapeKeys = new Map<string, number>();
+  private readonly inputKeys = new Map<InputCost, string>();
+  private readonly nodeIds = new Map<FieldNode, number>();
   private saved: Float64Array | null = null;
   private savedLength = 0;
 
   constructor(private readonly input: ResponseInput) {
     this.width = input.costs.bucketNames.length + 1;
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
+    this.typeCount = input.costs.types.size;
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost, data: unknown): void {
@@ -143,14 +164,13 @@ class ResponseWalk {
   private enterValue(group: Group, type: CompositeCost, value: Record<string, unknown>): void {
     const memoize = this.ambiguity > 0;
     if (memoize && this.memo !== null) {
-      for (const saved of this.memo.get(value) ?? []) {
-        if (saved.group === group && saved.type === type) {
-          const at = (this.depth + 1) * this.width;
-          if (at + this.width > this.stack.length) this.grow(at + 2 * this.width);
-          this.stack.set(this.saved!.subarray(saved.at, saved.at + this.width), at);
-          this.resume();
-          return;
-        }
+      const saved = this.memo.get(value)?.get(group.id * this.typeCount + type.index);
+      if (saved !== undefined) {
+        const at = (this.depth + 1) * this.width;
+        if (at + this.width > this.stack.length) this.grow(at + 2 * this.width);
+        this.stack.set(this.saved!.subarray(saved, saved + this.width), at);
+        this.resume();
+        return;
       }
     }
     if (type.possibleTypes !== null) {
@@ -268,9 +288,9 @@ class ResponseWalk {
     if (frame.memoize) {
       const value = frame.value!;
       const memo = (this.memo ??= new Map());
-      let list = memo.get(value);
-      if (list === undefined) memo.set(value, (list = []));
-      list.push({ group: frame.group!, type: frame.type!, at: this.save(at) });
+      let byKey = memo.get(value);
+      if (byKey === undefined) memo.set(value, (byKey = new Map()));
+      byKey.set(frame.group!.id * this.typeCount + frame.type!.index, this.save(at));
     }
     this.depth--;
     if (this.depth >= 0) this.resume();
@@ -297,19 +317,26 @@ class ResponseWalk {
   }
 
   /**
-   * The possible types `value` can be: the one its `__typename` names; else
-   * those whose selections give exactly its keys (graphql-js writes every
-   * key it collects, null or not); else all of them.
+   * The possible types `value` can be: those whose selections give exactly
+   * its keys (graphql-js writes every key it collects, null or not) and,
+   * where a type's selections put `__typename` under a key, hold that type's
+   * name there; else all of them. Of types whose plans price every object
+   * alike, one stands for all: an interface of 400 types selected without
+   * `__typename` is priced once per object, not 400 times.
+   *
+   * A key is `__typename` only for the types that select it there: another
+   * type may alias a string field to the same key (`... on A { kind:
+   * __typename } ... on B { kind: name }`), and whoever writes that string
+   * could name a cheaper type with it.
    */
   private candidatesOf(group: Group, type: CompositeCost, value: Record<string, unknown>): readonly CompositeCost[] {
     const possibleTypes = type.possibleTypes!;
-    for (const possible of possibleTypes) {
-      const key = this.plan(group, possible).typename;
-      if (key === null) continue;
-      const name = value[key];
-      if (typeof name !== 'string') continue;
-      const named = possibleTypes.find((p) => p.name === name);
-      if (named !== undefined) return [named];
+    // The common case: a key no possible type uses for anything but `__typename`, so what it holds is the type's name.
+    const typenameKey = this.typenameKey(group, type);
+    if (typenameKey !== null) {
+      const name = value[typenameKey];
+      const named = typeof name === 'string' ? this.possibleByName(type).get(name) : undefined;
+      if (named !== undefined && this.plan(group, named).typenames.has(typenameKey)) return [named];
     }
     const keys = Object.keys(value);
     const signature = `${type.name}\u0000${keys.join('\u0000')}`;
@@ -319,10 +346,96 @@ class ResponseWalk {
         const planned = this.plan(group, possible).keys;
         return planned.size === keys.length && keys.every((k) => planned.has(k));
       });
-      candidates = fitting.length > 0 ? fitting : possibleTypes;
+      // Keys no type's selections give (not graphql-js's output): any type, nothing narrows them.
+      candidates =
+        fitting.length === 0
+          ? { fitting: possibleTypes, distinct: this.distinct(group, possibleTypes), named: false }
+          : { fitting, distinct: this.distinct(group, fitting), named: fitting.some((possible) => this.plan(group, possible).typename !== null) };
       group.candidates.set(signature, candidates);
     }
-    return candidates;
+    if (!candidates.named || candidates.fitting.length === 1) return candidates.distinct;
+    let named: CompositeCost[] | null = null;
+    for (const possible of candidates.fitting) {
+      const key = this.plan(group, possible).typename;
+      if (key === null || value[key] === possible.name) (named ??= []).push(possible);
+    }
+    return named === null ? candidates.distinct : this.distinct(group, named);
+  }
+
+  /** One type per plan shape among `types`. */
+  private distinct(group: Group, types: readonly CompositeCost[]): readonly CompositeCost[] {
+    if (types.length < 2) return types;
+    const seen = new Set<string>();
+    const distinct: CompositeCost[] = [];
+    for (const possible of types) {
+      const shape = this.plan(group, possible).shape;
+      if (seen.has(shape)) continue;
+      seen.add(shape);
+      distinct.push(possible);
+    }
+    return distinct;
+  }
+
+  private possibleByName(type: CompositeCost): ReadonlyMap<string, CompositeCost> {
+    let byName = this.byName.get(type);
+    if (byName === undefined) {
+      byName = new Map(type.possibleTypes!.map((possible) => [possible.name, possible]));
+      this.byName.set(type, byName);
+    }
+    return byName;
+  }
+
+  /**
+   * A number per field that is equal for two fields a response walk prices
+   * alike: weight, list depth, type below, rules and argument costs (sizes
+   * do not matter here: the response holds the items).
+   */
+  private fieldShape(field: FieldCost): number {
+    let shape = this.fieldShapes.get(field);
+    if (shape === undefined) {
+      const rules = field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(',');
+      const args = (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${this.inputKey(a.input)}`).join(',');
+      const key = `${field.weight}|${field.listDepth}|${field.target?.index ?? -1}|${rules}|${args}`;
+      shape = this.shapeKeys.get(key);
+      if (shape === undefined) this.shapeKeys.set(key, (shape = this.shapeKeys.size));
+      this.fieldShapes.set(field, shape);
+    }
+    return shape;
+  }
+
+  /** A number per field node: its arguments are what the field is priced with. */
+  private nodeId(node: FieldNode): number {
+    let id = this.nodeIds.get(node);
+    if (id === undefined) this.nodeIds.set(node, (id = this.nodeIds.size));
+    return id;
+  }
+
+  /** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by identity (one per input type). */
+  private inputKey(input: InputCost): string {
+    let key = this.inputKeys.get(input);
+    if (key === undefined) {
+      key = input.kind === 'leaf' ? `l${input.cost}` : input.kind === 'list' ? `[${this.inputKey(input.of)}]` : `o${this.inputKeys.size}`;
+      this.inputKeys.set(input, key);
+    }
+    return key;
+  }
+
+  /** A key that holds `__typename` in the selections of every possible type of `type` that has it, or null. */
+  private typenameKey(group: Group, type: CompositeCost): string | null {
+    let key = group.typenameKeys.get(type);
+    if (key === undefined) {
+      key = null;
+      const plans = type.possibleTypes!.map((possible) => this.plan(group, possible));
+      for (const plan of plans) {
+        const candidate = plan.typename;
+        if (candidate !== null && plans.every((p) => !p.keys.has(candidate) || p.typenames.has(candidate))) {
+          key = candidate;
+          break;
+        }
+      }
+      group.typenameKeys.set(type, key);
+    }
+    return key;
   }
 
   /** CollectFields for `group` on the object type `type`, once. */
@@ -374,12 +487,16 @@ class ResponseWalk {
     }
     const entries: PlanEntry[] = [];
     let typename: string | null = null;
+    const typenames = new Set<string>();
     for (const [key, nodes] of byKey) {
       const node = nodes[0]!;
       const name = node.name.value;
       const field = fields.get(name) ?? this.input.costs.metaFields.get(name);
       if (field === undefined) continue;
-      if (name === '__typename') typename ??= key;
+      if (name === '__typename') {
+        typename ??= key;
+        typenames.add(key);
+      }
       let child: Group | null = null;
       if (field.target !== null) {
         const selectionSets: SelectionSetNode[] = [];
@@ -388,7 +505,8 @@ class ResponseWalk {
       }
       entries.push({ key, field, node, child });
     }
-    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename };
+    const shape = entries.map((e) => `${e.key.length}:${e.key}${this.fieldShape(e.field)}/${this.nodeId(e.node)}/${e.child?.id ?? -1}`).join(';');
+    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename, typenames, shape };
     group.plans.set(type, plan);
     return plan;
   }
@@ -403,7 +521,7 @@ class ResponseWalk {
     }
     let group = this.groups.get(key);
     if (group === undefined) {
-      group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map() };
+      group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map(), typenameKeys: new Map() };
       this.groups.set(key, group);
     }
     return group;

@@ -141,10 +141,21 @@ export interface CompositeCost {
   readonly fields: ReadonlyMap<string, FieldCost> | null;
   /** An interface's or union's possible object types; null for an object type. */
   readonly possibleTypes: readonly CompositeCost[] | null;
+  /**
+   * An interface's or union's possible types, one per class of types whose
+   * fields of the abstract type (and `__typename`) price alike: a selection
+   * set that names no narrower type costs the same on every type of a class.
+   * Null for an object type.
+   */
+  readonly representatives: readonly CompositeCost[] | null;
+  /** For an interface or union: the class (an index into `representatives`) of each of `possibleTypes`. Null for an object type. */
+  readonly classes: readonly number[] | null;
   /** For an object type: the names of the interfaces and unions it belongs to, so a fragment on one of them applies. */
   readonly abstractTypes: ReadonlySet<string>;
   /** The type-level `@tokenBucket`s of this type (an object type: its interfaces' too). */
   readonly typeRules: readonly BucketRule[];
+  /** This type's number among the schema's composite types, from 0: for keys of memo tables. */
+  readonly index: number;
 }
 
 export interface SchemaCosts {
@@ -159,6 +170,8 @@ export interface SchemaCosts {
 interface MutableCompositeCost extends CompositeCost {
   readonly fields: Map<string, FieldCost> | null;
   possibleTypes: readonly CompositeCost[] | null;
+  representatives: readonly CompositeCost[] | null;
+  classes: readonly number[] | null;
   readonly abstractTypes: Set<string>;
   typeRules: readonly BucketRule[];
 }
@@ -194,6 +207,11 @@ class Compiler {
   private readonly typeWeights = new Map<GraphQLNamedType, number | null>();
   private readonly inputCosts = new Map<GraphQLNamedType, InputCost>();
   private readonly composites = new Map<GraphQLNamedType, MutableCompositeCost>();
+  private readonly shapes = new Map<FieldCost, number>();
+  private readonly shapeKeys = new Map<string, number>();
+  private readonly inputKeys = new Map<InputCost, string>();
+  /** What each introspection list can hold in this schema, once one is priced. */
+  private introspectionSizes: ReadonlyMap<string, number> | null = null;
 
   constructor(
     private readonly schema: GraphQLSchema,
@@ -222,8 +240,11 @@ class Compiler {
         composites.set(type, {
           type,
           name: type.name,
+          index: composites.size,
           fields: isObjectType(type) ? new Map() : null,
           possibleTypes: null,
+          representatives: null,
+          classes: null,
           abstractTypes: new Set(),
           typeRules: this.typeRules(type),
         });
@@ -258,6 +279,11 @@ class Compiler {
     const rootFields = query ? composites.get(query)?.fields : undefined;
     if (query && rootFields && this.chargeIntrospection) {
       for (const meta of [SchemaMetaFieldDef, TypeMetaFieldDef]) rootFields.set(meta.name, this.fieldCost(query, meta));
+    }
+
+    for (const type of types) {
+      const abstract = isAbstractType(type) ? composites.get(type) : undefined;
+      if (abstract?.possibleTypes != null) Object.assign(abstract, this.classes(type, abstract.possibleTypes));
     }
 
     const metaFields = new Map<string, FieldCost>();
@@ -299,7 +325,7 @@ class Compiler {
     });
     weight ??= this.typeWeight(type) ?? (isCompositeType(type) ? 1 : 0);
 
-    const assumedSize = listSize?.assumedSize ?? null;
+    const assumedSize = listSize?.assumedSize ?? (owner !== null && isIntrospectionType(owner) ? this.introspectionSize(owner, field) : null);
     // Every inner level of a list of lists multiplies too: by the size it is assumed to have.
     let innerCount = 1;
     for (let level = 1; level < listDepth; level++) innerCount = sat(innerCount * (assumedSize ?? this.defaultListSize));
@@ -321,6 +347,123 @@ class Compiler {
       rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
       arguments: this.argumentCosts(field, interfaceFields, coordinate),
     };
+  }
+
+  /**
+   * An introspection list's size: the longest it can be in this schema,
+   * where that is more than `defaultListSize`. The schema says how many
+   * types, fields or arguments introspection returns; assuming fewer, a
+   * schema of 500 types would answer `{ __schema { types { fields { … } } } }`
+   * with 50 times the work charged per level. Null for anything else.
+   */
+  private introspectionSize(owner: GraphQLObjectType, field: GraphQLField<unknown, unknown>): number | null {
+    const key = `${owner.name}.${field.name}`;
+    let sizes = this.introspectionSizes;
+    if (sizes === null) {
+      const types = Object.values(this.schema.getTypeMap());
+      const directives = this.schema.getDirectives();
+      let fields = 0;
+      let interfaces = 0;
+      let possibleTypes = 0;
+      let enumValues = 0;
+      let inputFields = 0;
+      let fieldArgs = 0;
+      for (const type of types) {
+        if (isObjectType(type) || isInterfaceType(type)) {
+          const all = Object.values(type.getFields());
+          fields = Math.max(fields, all.length);
+          for (const f of all) fieldArgs = Math.max(fieldArgs, f.args.length);
+          interfaces = Math.max(interfaces, type.getInterfaces().length);
+        }
+        if (isAbstractType(type)) possibleTypes = Math.max(possibleTypes, this.schema.getPossibleTypes(type).length);
+        if (isEnumType(type)) enumValues = Math.max(enumValues, type.getValues().length);
+        if (isInputObjectType(type)) inputFields = Math.max(inputFields, Object.keys(type.getFields()).length);
+      }
+      this.introspectionSizes = sizes = new Map([
+        ['__Schema.types', types.length],
+        ['__Schema.directives', directives.length],
+        ['__Type.fields', fields],
+        ['__Type.interfaces', interfaces],
+        ['__Type.possibleTypes', possibleTypes],
+        ['__Type.enumValues', enumValues],
+        ['__Type.inputFields', inputFields],
+        ['__Field.args', fieldArgs],
+        ['__Directive.args', Math.max(0, ...directives.map((d) => d.args.length))],
+        ['__Directive.locations', Math.max(0, ...directives.map((d) => d.locations.length))],
+      ]);
+    }
+    const size = sizes.get(key);
+    return size === undefined ? null : Math.max(size, this.defaultListSize);
+  }
+
+  /** The classes of `type`'s possible types whose fields of `type` (its own, and `__typename`) price alike, and one type of each. */
+  private classes(
+    type: GraphQLNamedType,
+    possibleTypes: readonly CompositeCost[],
+  ): { representatives: readonly CompositeCost[]; classes: readonly number[] } {
+    const names = [...(isInterfaceType(type) ? Object.keys(type.getFields()) : []), TypeNameMetaFieldDef.name];
+    const bySignature = new Map<string, number>();
+    const representatives: CompositeCost[] = [];
+    const classes = possibleTypes.map((possible) => {
+      const signature = names
+        .map((name) => {
+          const field = possible.fields?.get(name);
+          return field === undefined ? '-' : String(this.shapeOf(field));
+        })
+        .join(' ');
+      let index = bySignature.get(signature);
+      if (index === undefined) {
+        bySignature.set(signature, (index = representatives.length));
+        representatives.push(possible);
+      }
+      return index;
+    });
+    return {
+      representatives: representatives.length === possibleTypes.length ? possibleTypes : Object.freeze(representatives),
+      classes: Object.freeze(classes),
+    };
+  }
+
+  /** A number equal for two fields that price every selection of them alike: everything the walks read of a field. */
+  private shapeOf(field: FieldCost): number {
+    let shape = this.shapes.get(field);
+    if (shape !== undefined) return shape;
+    const slicing = field.slicing.map((s) => {
+      let defaultValue: string;
+      try {
+        defaultValue = JSON.stringify(s.argument.defaultValue, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? 'u';
+      } catch {
+        defaultValue = `#${this.shapes.size}`; // a default that cannot be written out is its own
+      }
+      return `${s.argument.name}.${s.path.join('.')}:${s.literal ?? ''}:${String(s.argument.type)}=${defaultValue}`;
+    });
+    const key = [
+      field.weight,
+      field.isList,
+      field.listDepth,
+      field.innerCount,
+      field.target?.index ?? -1,
+      field.assumedSize ?? 'd',
+      // A sized context is told apart by identity: one per field that declares it.
+      field.sized === null ? 'n' : `#${this.shapes.size}`,
+      slicing.join(','),
+      field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(','),
+      (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${this.inputKey(a.input)}`).join(','),
+    ].join('|');
+    shape = this.shapeKeys.get(key);
+    if (shape === undefined) this.shapeKeys.set(key, (shape = this.shapeKeys.size));
+    this.shapes.set(field, shape);
+    return shape;
+  }
+
+  /** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by type (one object each). */
+  private inputKey(input: InputCost): string {
+    let key = this.inputKeys.get(input);
+    if (key === undefined) {
+      key = input.kind === 'leaf' ? `l${input.cost}` : input.kind === 'list' ? `[${this.inputKey(input.of)}]` : `o${this.inputKeys.size}`;
+      this.inputKeys.set(input, key);
+    }
+    return key;
   }
 
   /** `__typename` on an object type: weighs nothing, charges what the type's (and its interfaces') directives say. */
