@@ -103,10 +103,14 @@ export class Limiter<TContext> {
   private readonly models = new WeakMap<GraphQLSchema, CostModel>();
   /** The newest schema's model that passed the checks: served when a later schema fails them. */
   private lastGood: CostModel | undefined;
+  /** The logger of the latest operation: where a failing MeterProvider is reported. */
+  private logger: Logger | undefined;
 
   constructor(options: LimiterOptions<TContext>, owner: string) {
     this.settings = validateOptions(options, owner);
-    this.metrics = new LimiterMetrics(this.settings.meterProvider);
+    this.metrics = new LimiterMetrics(this.settings.meterProvider, (error) =>
+      (this.logger ?? console).warn(`graphql-token-bucket: recording metrics failed; operations are served without them while the MeterProvider fails: ${describeError(error)}`),
+    );
     this.denials = this.settings.denyCache ? new DenyCache() : undefined;
   }
 
@@ -267,6 +271,7 @@ export class Limiter<TContext> {
    */
   async charges(input: OperationInput<TContext>): Promise<Charge[] | null> {
     const { settings } = this;
+    this.logger = input.logger;
     const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
     if (costs.size === 0) return null;
     const charges: Charge[] = [];
