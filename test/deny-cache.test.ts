@@ -347,6 +347,12 @@ describe('the deny cache only denies what the store would deny', () => {
             const cost = Math.max(0, Math.min(bucket.capacity, Math.round(bucket.capacity * (0.5 + step.cost / 2))));
             now += step.advance * msPerToken * Math.max(1, Math.min(cost, 4));
             const cached = cache.check(bucket, 'k', cost);
+            if (cached !== undefined) {
+              // What the RateLimit field reports: never more than the bucket holds, always less than the cost.
+              const held = await store.acquire(bucket, 'k', 0);
+              expect(cached.remaining).toBeLessThanOrEqual((held as { remaining: number }).remaining);
+              expect(cached.remaining).toBeLessThan(cost);
+            }
             const answer = await store.acquire(bucket, 'k', cost);
             if (cached !== undefined) {
               hits += 1;

@@ -72,8 +72,11 @@ export type Decision =
       readonly cost: number;
       readonly retryAfterMs: number | null;
       readonly charges?: readonly Charge[];
-      /** What each of `charges` holds now, when the store says. */
-      readonly remaining?: readonly number[];
+      /**
+       * What each of `charges` holds now, when the store says (the deny cache
+       * knows only the buckets it remembers: undefined for the others).
+       */
+      readonly remaining?: readonly (number | undefined)[];
     }
   /** The store failed or timed out; `allowed` says what `onStoreError` made of it. */
   | { readonly kind: 'store_error'; readonly allowed: boolean; readonly error: unknown };
@@ -318,15 +321,18 @@ export class Limiter<TContext> {
     const { denials } = this;
     if (denials === undefined) return undefined;
     let worst: { charge: Charge; retryAfterMs: number } | undefined;
-    for (const charge of charges) {
+    let remaining: (number | undefined)[] | undefined;
+    for (const [index, charge] of charges.entries()) {
       if (charge.measured) continue;
       const denial = denials.check(charge.bucket, charge.key, charge.cost);
       if (denial === undefined) continue;
       this.metrics.decision(charge.bucket.name, 'denied');
+      (remaining ??= charges.map(() => undefined))[index] = denial.remaining;
       if (worst === undefined || denial.retryAfterMs > worst.retryAfterMs) worst = { charge, retryAfterMs: denial.retryAfterMs };
     }
-    if (worst === undefined) return undefined;
-    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
+    if (worst === undefined || remaining === undefined) return undefined;
+    // The operation's buckets, as a store's denial names them (for the RateLimit fields).
+    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs, charges, remaining };
   }
 
   /** The store denied the operation: remember each short enforced bucket and name the one waited for longest. */
