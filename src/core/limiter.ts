@@ -186,13 +186,23 @@ export class Limiter<TContext> {
     // left the bucket short of this cost, they keep queueing behind one
     // another's calls (the first denial then answers the rest), unless the
     // bucket refills a token within a round trip.
-    // The wait is bounded: each call waited for has its own timeout, and no
-    // new wait starts once `storeTimeoutMs` has passed.
-    const waitUntil = performance.now() + settings.storeTimeoutMs;
+    // The waiting is bounded by `storeTimeoutMs` in all, so with its own call
+    // an operation waits at most twice that. A call sent before this operation
+    // came times out before then by itself (and its failure is this one's);
+    // one sent later is waited for only until then.
+    const arrivedAt = performance.now();
+    const waitUntil = arrivedAt + settings.storeTimeoutMs;
     while (cached === undefined && denials !== undefined && performance.now() < waitUntil) {
       const call = denials.askedFor(charges);
       if (call === undefined) break;
-      const earlier = (await call.answered) as Decision | undefined;
+      const earlier = (call.sentAt <= arrivedAt ? await call.answered : await settledWithin(call.answered, waitUntil - performance.now())) as
+        | Decision
+        | undefined
+        | typeof TOO_LATE;
+      if (earlier === TOO_LATE) {
+        cached = this.cachedDenial(charges);
+        break;
+      }
       // The store just failed (or timed out) for that call: this one does not wait for it twice.
       if (earlier?.kind === 'store_error') {
         for (const { bucket } of charges) metrics.decision(bucket.name, 'store_error');
@@ -373,6 +383,17 @@ function leftShort(earlier: Extract<Decision, { kind: 'allowed' }>, call: StoreC
     const index = earlier.charges.findIndex((c) => DenyCache.samePair(c, charge));
     return index >= 0 && (earlier.remaining[index] ?? Infinity) < charge.cost;
   });
+}
+
+const TOO_LATE: unique symbol = Symbol('too late');
+
+/** What `promise` settles with (it never rejects), or `TOO_LATE` after `ms`. */
+function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | typeof TOO_LATE> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<typeof TOO_LATE>((resolve) => {
+    timer = setTimeout(() => resolve(TOO_LATE), Math.max(0, ms));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** The logger's line for a measured bucket that would have denied an operation. */
