@@ -43,6 +43,43 @@ export interface WouldDeny {
   readonly retryAfterMs: number | null;
 }
 
+/** What prices an operation before it runs and its response after: a schema's `CostModel`. */
+export type Pricing = Pick<CostModel, 'costOf' | 'actualCostOf'>;
+
+/**
+ * The pricing of a schema update the checks refused: its own model (which
+ * cannot charge a bucket not in `buckets`) and the last accepted schema's
+ * (which does not know what the update added), the larger per bucket. The
+ * schema being served decides: its model's errors (an operation it refuses)
+ * are the client's; the older one's are ignored.
+ */
+class FallbackPricing implements Pricing {
+  constructor(
+    private readonly served: CostModel,
+    private readonly accepted: CostModel,
+  ) {}
+
+  costOf(...args: Parameters<CostModel['costOf']>): Map<string, number> {
+    return larger(this.served.costOf(...args), () => this.accepted.costOf(...args));
+  }
+
+  actualCostOf(...args: Parameters<CostModel['actualCostOf']>): Map<string, number> {
+    return larger(this.served.actualCostOf(...args), () => this.accepted.actualCostOf(...args));
+  }
+}
+
+/** Per bucket, the larger of two prices. */
+function larger(costs: Map<string, number>, other: () => ReadonlyMap<string, number>): Map<string, number> {
+  let more: ReadonlyMap<string, number>;
+  try {
+    more = other();
+  } catch {
+    return costs;
+  }
+  for (const [name, cost] of more) costs.set(name, Math.max(cost, costs.get(name) ?? 0));
+  return costs;
+}
+
 /** What the limiter decided for one operation. */
 export type Decision =
   /** The operation touches no bucket: nothing asked of the store. */
@@ -103,7 +140,7 @@ export class Limiter<TContext> {
   /** What the store denied lately; undefined with `denyCache: false`. */
   private readonly denials: DenyCache | undefined;
   // Per schema: one limiter may serve several servers, or a gateway's updates.
-  private readonly models = new WeakMap<GraphQLSchema, CostModel>();
+  private readonly models = new WeakMap<GraphQLSchema, Pricing>();
   /** The newest schema's model that passed the checks: served when a later schema fails them. */
   private lastGood: CostModel | undefined;
   /** The logger of the latest operation: where a failing MeterProvider is reported. */
@@ -122,36 +159,51 @@ export class Limiter<TContext> {
    * faulty annotation (an unknown bucket, a fixed cost above capacity). A
    * server's start should fail with it.
    */
-  load(schema: GraphQLSchema): CostModel {
+  load(schema: GraphQLSchema): Pricing {
     let model = this.models.get(schema);
     if (model === undefined) {
-      model = new CostModel(schema, {
-        defaultListSize: this.settings.defaultListSize,
-        chargeIntrospection: this.settings.chargeIntrospection,
-      });
-      checkAnnotations(model, this.settings.buckets);
-      this.models.set(schema, model);
-      this.lastGood = model;
+      const built = this.build(schema);
+      checkAnnotations(built, this.settings.buckets);
+      this.models.set(schema, built);
+      this.lastGood = built;
+      model = built;
     }
     return model;
   }
 
   /**
-   * The model for a schema met after start-up (a gateway's update). One the
-   * checks refuse is logged once and answered with the last good model, so a
-   * bad reload neither stops the server nor lets operations through unpriced.
+   * The pricing of a schema met after start-up (a gateway's update). One the
+   * checks refuse is logged once, and its operations are priced by the last
+   * accepted schema and by their own, whichever charges a bucket more: a bad
+   * reload neither stops the server nor lets through unpriced what it adds.
+   * (A field that names a bucket not in `buckets` cannot be charged.)
    */
-  modelFor(schema: GraphQLSchema, logger: Logger): CostModel {
+  modelFor(schema: GraphQLSchema, logger: Logger): Pricing {
     const known = this.models.get(schema);
     if (known !== undefined) return known;
     try {
       return this.load(schema);
     } catch (error) {
       if (this.lastGood === undefined) throw error;
-      logger.error(`graphql-token-bucket: the updated schema was not accepted; operations are priced with the last accepted schema: ${describeError(error)}`);
-      this.models.set(schema, this.lastGood);
-      return this.lastGood;
+      logger.error(
+        `graphql-token-bucket: the updated schema was not accepted; operations are priced with the last accepted schema and the updated one, whichever charges more: ${describeError(error)}`,
+      );
+      let pricing: Pricing = this.lastGood;
+      try {
+        pricing = new FallbackPricing(this.build(schema), this.lastGood);
+      } catch {
+        // An annotation it cannot even read: the last accepted schema alone.
+      }
+      this.models.set(schema, pricing);
+      return pricing;
     }
+  }
+
+  private build(schema: GraphQLSchema): CostModel {
+    return new CostModel(schema, {
+      defaultListSize: this.settings.defaultListSize,
+      chargeIntrospection: this.settings.chargeIntrospection,
+    });
   }
 
   /**
