@@ -284,6 +284,37 @@ describe('the deny cache in the limiter', () => {
     expect(performance.now() - started).toBeLessThan(200 + 300);
   });
 
+  it('never keeps an operation waiting for other calls longer than storeTimeoutMs, so a slow store costs it at most twice that', async () => {
+    // Every call is decided at once and answered 750 ms later: slow, never timing out.
+    const STORE_TIMEOUT_MS = 1000;
+    const LATENCY_MS = 750;
+    const inner = new MemoryStore();
+    const slowStore = {
+      acquire: (...args: Parameters<MemoryStore['acquire']>) => inner.acquire(...args),
+      acquireAll: async (requests: Parameters<MemoryStore['acquireAll']>[0]) => {
+        const answer = inner.acquireAll(requests);
+        await sleep(LATENCY_MS);
+        return answer;
+      },
+      reset: (...args: Parameters<MemoryStore['reset']>) => inner.reset(...args),
+    };
+    // One token every 900 ms: less than a token per round trip.
+    const scarce = new TokenBucket('x', 1, new Rate(1, 900));
+    const limiter = new Limiter<string>({ store: slowStore, buckets: [scarce, y], identify: (user) => user, storeTimeoutMs: STORE_TIMEOUT_MS }, 'test');
+    limiter.load(schema);
+    // The first takes the only token. The second waits for it, then (the bucket being short) asks
+    // itself and is denied too late for its denial to answer anybody. The third waits for the first,
+    // then for the second's call, then asks itself.
+    const started = performance.now();
+    const timedDecision = async (): Promise<number> => {
+      await limiter.decide(input(1, 'flo'));
+      return performance.now() - started;
+    };
+    const waited = await Promise.all([timedDecision(), timedDecision(), timedDecision()]);
+    expect(waited[0]).toBeLessThan(STORE_TIMEOUT_MS);
+    expect(Math.max(...waited)).toBeLessThan(2 * STORE_TIMEOUT_MS);
+  });
+
   it(`keeps at most ${DENY_CACHE_MAX_ENTRIES.toLocaleString('en-US')} pairs under 100,000 flooding identities, the most recent ones`, async () => {
     const slow = new TokenBucket('x', 1, Rate.perHour(1));
     const store = new RecordingStore(new MemoryStore());
@@ -347,6 +378,12 @@ describe('the deny cache only denies what the store would deny', () => {
             const cost = Math.max(0, Math.min(bucket.capacity, Math.round(bucket.capacity * (0.5 + step.cost / 2))));
             now += step.advance * msPerToken * Math.max(1, Math.min(cost, 4));
             const cached = cache.check(bucket, 'k', cost);
+            if (cached !== undefined) {
+              // What the RateLimit field reports: never more than the bucket holds, always less than the cost.
+              const held = await store.acquire(bucket, 'k', 0);
+              expect(cached.remaining).toBeLessThanOrEqual((held as { remaining: number }).remaining);
+              expect(cached.remaining).toBeLessThan(cost);
+            }
             const answer = await store.acquire(bucket, 'k', cost);
             if (cached !== undefined) {
               hits += 1;

@@ -175,3 +175,33 @@ describe('metrics without an SDK, and the actual cost', () => {
     expect(read.descriptor('graphql.token_bucket.cost.actual')?.unit).toBe('{token}');
   });
 });
+
+describe.each(['Apollo Server', 'GraphQL Yoga'] as const)('a MeterProvider that fails, on %s', (transport: Transport) => {
+  /** Fails when asked for its meter, or in each instrument's recording. */
+  const BROKEN = {
+    'getMeter throws': { getMeter: () => { throw new Error('the meter provider is shut down'); } },
+    'recording throws': {
+      getMeter: () => ({
+        createCounter: () => ({ add: () => { throw new Error('the exporter failed'); } }),
+        createHistogram: () => ({ record: () => { throw new Error('the exporter failed'); } }),
+      }),
+    },
+  };
+
+  it.each(Object.keys(BROKEN) as (keyof typeof BROKEN)[])('never fails an operation or its tokens (%s), and says so once', async (how) => {
+    const store = new MemoryStore();
+    const server = await serveLimited(transport, typeDefs, resolvers, { store, buckets: [x, y], meterProvider: BROKEN[how] });
+    servers.push(server);
+    const user = fresh();
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await server.post(take(4), user));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);
+    expect(answers[0]!.body.data).toEqual({ take: [{ id: '0' }, { id: '1' }, { id: '2' }, { id: '3' }] });
+    expect(answers[2]!.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'x', cost: 4 });
+    // What was admitted ran, and took its tokens: nothing was taken for an operation that failed.
+    expect(await store.acquire(x, user, 0)).toEqual({ allowed: true, remaining: 2 });
+    const lines = server.logger.warnings.filter((w) => w.includes('metrics'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/graphql-token-bucket: recording metrics failed.*(shut down|exporter failed)/);
+  });
+});

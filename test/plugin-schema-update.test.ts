@@ -77,6 +77,29 @@ describe('a schema update the plugin cannot accept', () => {
     expect(logger.errors.filter((e) => e.includes('graphql-token-bucket'))).toHaveLength(1);
   });
 
+  it('charges what the refused schema added, as that schema prices it', async () => {
+    const gateway = new SwappableGateway(schemaOf('type Query @tokenBucket(name: "api", cost: 3) { items: [String] }'));
+    const logger = captureLogger();
+    server = new ApolloServer({
+      gateway,
+      logger,
+      plugins: [tokenBucketPlugin({ store: new MemoryStore(), buckets: [api], identify: () => 'someone', reportCost: true })],
+    });
+    const http: HttpEndpoint = await serveHttp(server, async () => ({}));
+    expect((await http.post({ query: '{ items }' })).body.extensions).toEqual({ rateLimit: { api: { cost: 3, remaining: 7, capacity: 10 } } });
+
+    // A new field under the type's directive, and a field naming a bucket the plugin does not have.
+    gateway.update(schemaOf('type Query @tokenBucket(name: "api", cost: 3) { items: [String] more: [String] odd: String @tokenBucket(name: "renamed", cost: 1) }'));
+    expect(logger.errors.filter((e) => e.includes('graphql-token-bucket'))).toHaveLength(1);
+    const more = await http.post({ query: '{ more }' });
+    expect(more.status).toBe(200);
+    expect(more.body.extensions).toEqual({ rateLimit: { api: { cost: 3, remaining: 4, capacity: 10 } } });
+    const both = await http.post({ query: '{ items more }' });
+    expect(both.status).toBe(429);
+    expect(both.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'api', cost: 6 });
+    expect((await http.post({ query: '{ more }' })).body.extensions).toEqual({ rateLimit: { api: { cost: 3, remaining: 1, capacity: 10 } } });
+  });
+
   it('still fails the start when the first schema is not acceptable', async () => {
     const gateway = new SwappableGateway(schemaOf('type Query { items: [String] @tokenBucket(name: "renamed", cost: 1) }'));
     server = new ApolloServer({

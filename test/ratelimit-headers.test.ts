@@ -145,6 +145,22 @@ describe.each(SERVERS)('RateLimit-Policy and RateLimit on %s', (kind: ServerKind
     expect(denied.headers.get('ratelimit')).toBe('"ping";r=0;t=3600, "pong";r=5;t=0');
   });
 
+  it("on a denial the deny cache answers, as on the store's: every bucket's policy, and what the short one holds", async () => {
+    const { post } = await serve();
+    const user = freshUser();
+    for (let i = 0; i < 5; i++) expect((await post({ query: '{ ping }' }, user)).status).toBe(200);
+    const fromStore = await post({ query: '{ ping pong }' }, user);
+    expect(fromStore.headers.get('ratelimit')).toBe('"ping";r=0;t=3600, "pong";r=5;t=0');
+    // Remembered: answered without asking the store, so pong's tokens are not known, only its policy.
+    for (let i = 0; i < 3; i++) {
+      const fromCache = await post({ query: '{ ping pong }' }, user);
+      expect(fromCache.status).toBe(429);
+      expect(fromCache.headers.get('retry-after')).toBe('720');
+      expect(fromCache.headers.get('ratelimit-policy')).toBe('"ping";q=10;w=3600, "pong";q=5;w=3600');
+      expect(fromCache.headers.get('ratelimit')).toBe('"ping";r=0;t=3600');
+    }
+  });
+
   it('on an operation that can never fit: the policy that says why, no RateLimit and no Retry-After', async () => {
     const { post } = await serve();
     const never = await post({ query: '{ many(first: 11) { id } }' }, freshUser());

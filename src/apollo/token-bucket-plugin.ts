@@ -121,7 +121,8 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             // An incremental delivery or a subscription keeps its estimate.
             const refunded =
               refundUnusedCost && body?.kind === 'single' && input.operation.operation !== 'subscription'
-                ? await refundUnused(limiter, input, decision, body.singleResult.data)
+                ? // The errors as execution raised them: `formatError` may have dropped their paths from the body.
+                  await refundUnused(limiter, input, decision, { data: body.singleResult.data, errors: requestContext.errors })
                 : undefined;
             if (rateLimitHeaders) fieldsByResponse.for(http).addDecision(decision, refunded);
             const report = reportCost || mode === 'report' ? limiter.report(decision, refunded) : undefined;

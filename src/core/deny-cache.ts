@@ -54,9 +54,15 @@ interface Request {
   readonly measured: boolean;
 }
 
-/** A request the cache answers: its wait, in whole ms, rounded up. */
+/** A request the cache answers: its wait, in whole ms, rounded up, and the whole tokens the bucket holds. */
 export interface CachedDenial {
   readonly retryAfterMs: number;
+  /**
+   * The whole tokens the bucket holds at least: what the store's wait says it
+   * lacks of the denied cost, less what has refilled since (fewer when other
+   * processes took some). Below the cost.
+   */
+  readonly remaining: number;
 }
 
 /**
@@ -117,7 +123,9 @@ export class DenyCache {
     this.entries.delete(id);
     this.entries.set(id, entry);
     const extraMs = ((cost - entry.cost) * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
-    return { retryAfterMs: Math.ceil(entry.fitsBy + extraMs - now) };
+    const lacking = ((entry.fitsBy - now) * bucket.rate.tokens * 1000) / bucket.rate.periodUs;
+    const remaining = Math.min(entry.cost - 1, Math.max(0, Math.floor(entry.cost - lacking)));
+    return { retryAfterMs: Math.ceil(entry.fitsBy + extraMs - now), remaining };
   }
 
   /**

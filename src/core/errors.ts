@@ -43,9 +43,13 @@ export function unavailableError(http?: HttpExtension): GraphQLError {
   });
 }
 
-/** A GraphQL error the cost analysis raised (an operation it refuses to price): a client error. */
+/**
+ * A GraphQL error the cost analysis raised (an operation it refuses to price):
+ * a client error. One that already says its HTTP status (the application's
+ * own, thrown by `identify`: UNAUTHENTICATED with 401) keeps it.
+ */
 export function withHttpStatus(error: GraphQLError, status: number, http?: HttpExtension): GraphQLError {
-  if (!http) return error;
+  if (!http || error.extensions['http'] !== undefined) return error;
   return new GraphQLError(error.message, {
     nodes: error.nodes ?? null,
     source: error.source ?? null,

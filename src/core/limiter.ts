@@ -43,6 +43,43 @@ export interface WouldDeny {
   readonly retryAfterMs: number | null;
 }
 
+/** What prices an operation before it runs and its response after: a schema's `CostModel`. */
+export type Pricing = Pick<CostModel, 'costOf' | 'actualCostOf'>;
+
+/**
+ * The pricing of a schema update the checks refused: its own model (which
+ * cannot charge a bucket not in `buckets`) and the last accepted schema's
+ * (which does not know what the update added), the larger per bucket. The
+ * schema being served decides: its model's errors (an operation it refuses)
+ * are the client's; the older one's are ignored.
+ */
+class FallbackPricing implements Pricing {
+  constructor(
+    private readonly served: CostModel,
+    private readonly accepted: CostModel,
+  ) {}
+
+  costOf(...args: Parameters<CostModel['costOf']>): Map<string, number> {
+    return larger(this.served.costOf(...args), () => this.accepted.costOf(...args));
+  }
+
+  actualCostOf(...args: Parameters<CostModel['actualCostOf']>): Map<string, number> {
+    return larger(this.served.actualCostOf(...args), () => this.accepted.actualCostOf(...args));
+  }
+}
+
+/** Per bucket, the larger of two prices. */
+function larger(costs: Map<string, number>, other: () => ReadonlyMap<string, number>): Map<string, number> {
+  let more: ReadonlyMap<string, number>;
+  try {
+    more = other();
+  } catch {
+    return costs;
+  }
+  for (const [name, cost] of more) costs.set(name, Math.max(cost, costs.get(name) ?? 0));
+  return costs;
+}
+
 /** What the limiter decided for one operation. */
 export type Decision =
   /** The operation touches no bucket: nothing asked of the store. */
@@ -72,8 +109,11 @@ export type Decision =
       readonly cost: number;
       readonly retryAfterMs: number | null;
       readonly charges?: readonly Charge[];
-      /** What each of `charges` holds now, when the store says. */
-      readonly remaining?: readonly number[];
+      /**
+       * What each of `charges` holds now, when the store says (the deny cache
+       * knows only the buckets it remembers: undefined for the others).
+       */
+      readonly remaining?: readonly (number | undefined)[];
     }
   /** The store failed or timed out; `allowed` says what `onStoreError` made of it. */
   | { readonly kind: 'store_error'; readonly allowed: boolean; readonly error: unknown };
@@ -100,13 +140,17 @@ export class Limiter<TContext> {
   /** What the store denied lately; undefined with `denyCache: false`. */
   private readonly denials: DenyCache | undefined;
   // Per schema: one limiter may serve several servers, or a gateway's updates.
-  private readonly models = new WeakMap<GraphQLSchema, CostModel>();
+  private readonly models = new WeakMap<GraphQLSchema, Pricing>();
   /** The newest schema's model that passed the checks: served when a later schema fails them. */
   private lastGood: CostModel | undefined;
+  /** The logger of the latest operation: where a failing MeterProvider is reported. */
+  private logger: Logger | undefined;
 
   constructor(options: LimiterOptions<TContext>, owner: string) {
     this.settings = validateOptions(options, owner);
-    this.metrics = new LimiterMetrics(this.settings.meterProvider);
+    this.metrics = new LimiterMetrics(this.settings.meterProvider, (error) =>
+      (this.logger ?? console).warn(`graphql-token-bucket: recording metrics failed; operations are served without them while the MeterProvider fails: ${describeError(error)}`),
+    );
     this.denials = this.settings.denyCache ? new DenyCache() : undefined;
   }
 
@@ -115,36 +159,51 @@ export class Limiter<TContext> {
    * faulty annotation (an unknown bucket, a fixed cost above capacity). A
    * server's start should fail with it.
    */
-  load(schema: GraphQLSchema): CostModel {
+  load(schema: GraphQLSchema): Pricing {
     let model = this.models.get(schema);
     if (model === undefined) {
-      model = new CostModel(schema, {
-        defaultListSize: this.settings.defaultListSize,
-        chargeIntrospection: this.settings.chargeIntrospection,
-      });
-      checkAnnotations(model, this.settings.buckets);
-      this.models.set(schema, model);
-      this.lastGood = model;
+      const built = this.build(schema);
+      checkAnnotations(built, this.settings.buckets);
+      this.models.set(schema, built);
+      this.lastGood = built;
+      model = built;
     }
     return model;
   }
 
   /**
-   * The model for a schema met after start-up (a gateway's update). One the
-   * checks refuse is logged once and answered with the last good model, so a
-   * bad reload neither stops the server nor lets operations through unpriced.
+   * The pricing of a schema met after start-up (a gateway's update). One the
+   * checks refuse is logged once, and its operations are priced by the last
+   * accepted schema and by their own, whichever charges a bucket more: a bad
+   * reload neither stops the server nor lets through unpriced what it adds.
+   * (A field that names a bucket not in `buckets` cannot be charged.)
    */
-  modelFor(schema: GraphQLSchema, logger: Logger): CostModel {
+  modelFor(schema: GraphQLSchema, logger: Logger): Pricing {
     const known = this.models.get(schema);
     if (known !== undefined) return known;
     try {
       return this.load(schema);
     } catch (error) {
       if (this.lastGood === undefined) throw error;
-      logger.error(`graphql-token-bucket: the updated schema was not accepted; operations are priced with the last accepted schema: ${describeError(error)}`);
-      this.models.set(schema, this.lastGood);
-      return this.lastGood;
+      logger.error(
+        `graphql-token-bucket: the updated schema was not accepted; operations are priced with the last accepted schema and the updated one, whichever charges more: ${describeError(error)}`,
+      );
+      let pricing: Pricing = this.lastGood;
+      try {
+        pricing = new FallbackPricing(this.build(schema), this.lastGood);
+      } catch {
+        // An annotation it cannot even read: the last accepted schema alone.
+      }
+      this.models.set(schema, pricing);
+      return pricing;
     }
+  }
+
+  private build(schema: GraphQLSchema): CostModel {
+    return new CostModel(schema, {
+      defaultListSize: this.settings.defaultListSize,
+      chargeIntrospection: this.settings.chargeIntrospection,
+    });
   }
 
   /**
@@ -179,13 +238,23 @@ export class Limiter<TContext> {
     // left the bucket short of this cost, they keep queueing behind one
     // another's calls (the first denial then answers the rest), unless the
     // bucket refills a token within a round trip.
-    // The wait is bounded: each call waited for has its own timeout, and no
-    // new wait starts once `storeTimeoutMs` has passed.
-    const waitUntil = performance.now() + settings.storeTimeoutMs;
+    // The waiting is bounded by `storeTimeoutMs` in all, so with its own call
+    // an operation waits at most twice that. A call sent before this operation
+    // came times out before then by itself (and its failure is this one's);
+    // one sent later is waited for only until then.
+    const arrivedAt = performance.now();
+    const waitUntil = arrivedAt + settings.storeTimeoutMs;
     while (cached === undefined && denials !== undefined && performance.now() < waitUntil) {
       const call = denials.askedFor(charges);
       if (call === undefined) break;
-      const earlier = (await call.answered) as Decision | undefined;
+      const earlier = (call.sentAt <= arrivedAt ? await call.answered : await settledWithin(call.answered, waitUntil - performance.now())) as
+        | Decision
+        | undefined
+        | typeof TOO_LATE;
+      if (earlier === TOO_LATE) {
+        cached = this.cachedDenial(charges);
+        break;
+      }
       // The store just failed (or timed out) for that call: this one does not wait for it twice.
       if (earlier?.kind === 'store_error') {
         for (const { bucket } of charges) metrics.decision(bucket.name, 'store_error');
@@ -267,6 +336,7 @@ export class Limiter<TContext> {
    */
   async charges(input: OperationInput<TContext>): Promise<Charge[] | null> {
     const { settings } = this;
+    this.logger = input.logger;
     const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
     if (costs.size === 0) return null;
     const charges: Charge[] = [];
@@ -313,15 +383,18 @@ export class Limiter<TContext> {
     const { denials } = this;
     if (denials === undefined) return undefined;
     let worst: { charge: Charge; retryAfterMs: number } | undefined;
-    for (const charge of charges) {
+    let remaining: (number | undefined)[] | undefined;
+    for (const [index, charge] of charges.entries()) {
       if (charge.measured) continue;
       const denial = denials.check(charge.bucket, charge.key, charge.cost);
       if (denial === undefined) continue;
       this.metrics.decision(charge.bucket.name, 'denied');
+      (remaining ??= charges.map(() => undefined))[index] = denial.remaining;
       if (worst === undefined || denial.retryAfterMs > worst.retryAfterMs) worst = { charge, retryAfterMs: denial.retryAfterMs };
     }
-    if (worst === undefined) return undefined;
-    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs };
+    if (worst === undefined || remaining === undefined) return undefined;
+    // The operation's buckets, as a store's denial names them (for the RateLimit fields).
+    return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs, charges, remaining };
   }
 
   /** The store denied the operation: remember each short enforced bucket and name the one waited for longest. */
@@ -362,6 +435,17 @@ function leftShort(earlier: Extract<Decision, { kind: 'allowed' }>, call: StoreC
     const index = earlier.charges.findIndex((c) => DenyCache.samePair(c, charge));
     return index >= 0 && (earlier.remaining[index] ?? Infinity) < charge.cost;
   });
+}
+
+const TOO_LATE: unique symbol = Symbol('too late');
+
+/** What `promise` settles with (it never rejects), or `TOO_LATE` after `ms`. */
+function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | typeof TOO_LATE> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<typeof TOO_LATE>((resolve) => {
+    timer = setTimeout(() => resolve(TOO_LATE), Math.max(0, ms));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** The logger's line for a measured bucket that would have denied an operation. */

@@ -80,38 +80,65 @@ export class LimiterMetrics {
   private provider: MeterProviderLike | undefined;
   private instruments: Instruments | undefined;
   private readonly attributes = new Map<string, Attributes>();
+  /** The provider whose failure was last reported: said once, not once per operation. */
+  private reported: MeterProviderLike | undefined;
 
-  /** `meterProvider`: the one given in the options; default the global one of `@opentelemetry/api`. */
-  constructor(private readonly meterProvider?: MeterProviderLike) {}
+  /**
+   * `meterProvider`: the one given in the options; default the global one of
+   * `@opentelemetry/api`. `onFailure` hears of a provider that throws, once
+   * per provider: recording never fails an operation.
+   */
+  constructor(
+    private readonly meterProvider?: MeterProviderLike,
+    private readonly onFailure: (error: unknown) => void = () => {},
+  ) {}
 
   /** One decision of one bucket. */
   decision(bucket: string, result: DecisionResult): void {
-    this.current()?.decisions.add(1, this.attributesOf(bucket, result));
+    this.record((instruments) => instruments.decisions.add(1, this.attributesOf(bucket, result)));
   }
 
   /** The cost an operation was priced at, before it ran. */
   estimatedCost(bucket: string, cost: number): void {
-    this.current()?.estimated.record(cost, this.attributesOf(bucket));
+    this.record((instruments) => instruments.estimated.record(cost, this.attributesOf(bucket)));
   }
 
   /** The cost of what an operation's response holds (with refunds of unused cost). */
   actualCost(bucket: string, cost: number): void {
-    this.current()?.actual.record(cost, this.attributesOf(bucket));
+    this.record((instruments) => instruments.actual.record(cost, this.attributesOf(bucket)));
   }
 
   /** One store call, in seconds, whatever its outcome. */
   storeDuration(seconds: number): void {
-    this.current()?.storeDuration.record(seconds);
+    this.record((instruments) => instruments.storeDuration.record(seconds));
   }
 
-  private current(): Instruments | undefined {
-    const provider = this.meterProvider ?? globalMeterProvider();
-    if (provider === undefined) return undefined;
-    if (provider !== this.provider || this.instruments === undefined) {
-      this.provider = provider;
-      this.instruments = createInstruments(provider.getMeter(METER_NAME));
+  /**
+   * Records with the current provider's instruments. A provider that throws
+   * (a shut-down SDK, a failing exporter) costs the measurement, never the
+   * operation: an exception here would fail an operation whose tokens were
+   * already taken.
+   */
+  private record(write: (instruments: Instruments) => void): void {
+    let provider: MeterProviderLike | undefined;
+    try {
+      provider = this.meterProvider ?? globalMeterProvider();
+      if (provider === undefined) return;
+      if (provider !== this.provider || this.instruments === undefined) {
+        const instruments = createInstruments(provider.getMeter(METER_NAME));
+        this.provider = provider;
+        this.instruments = instruments;
+      }
+      write(this.instruments);
+    } catch (error) {
+      if (this.reported === provider) return;
+      this.reported = provider;
+      try {
+        this.onFailure(error);
+      } catch {
+        // A logger that throws too is not the operation's problem either.
+      }
     }
-    return this.instruments;
   }
 
   /** Attribute sets are few (buckets × results) and reused: no object per record. */

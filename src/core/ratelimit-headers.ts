@@ -113,8 +113,8 @@ export class RateLimitFields {
     }
   }
 
-  /** Adds each charge's bucket with `remaining[i]`, the whole tokens it holds now. */
-  addCharges(charges: readonly Charge[], remaining: readonly number[] | undefined): void {
+  /** Adds each charge's bucket with `remaining[i]`, the whole tokens it holds now (undefined: not known). */
+  addCharges(charges: readonly Charge[], remaining: readonly (number | undefined)[] | undefined): void {
     charges.forEach(({ bucket }, i) => this.add(bucket, remaining?.[i]));
   }
 

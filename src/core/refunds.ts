@@ -16,6 +16,12 @@ export interface Refunded {
 
 type Admitted = Extract<Decision, { kind: 'allowed' }>;
 
+/** The part of an execution result a refund reads: its `data`, and its errors' paths. */
+export interface ExecutedResult {
+  readonly data?: unknown;
+  readonly errors?: readonly { readonly path?: readonly (string | number)[] | undefined }[] | undefined;
+}
+
 /** `refundUnusedCost` with a store that cannot give tokens back is a programming error. */
 export function assertCanRefund(store: BucketStore, owner: string): void {
   if (typeof store.refundAll !== 'function' && typeof store.refund !== 'function') {
@@ -28,17 +34,23 @@ export function assertCanRefund(store: BucketStore, owner: string): void {
  * by the items they hold, nothing below a null) and gives each bucket back
  * what the estimate charged beyond it, in one store call, before the response
  * leaves. Never throws: a failed pricing or refund is logged and the
- * operation keeps its estimate.
+ * operation keeps its estimate, as does a response in which an error nulled
+ * more than its own field (see `nulledAboveItsField`).
  */
-export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: OperationInput<TContext>, decision: Admitted, data: unknown): Promise<Refunded> {
+export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: OperationInput<TContext>, decision: Admitted, result: ExecutedResult): Promise<Refunded> {
   const { charges } = decision;
+  const kept = { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
+  if (nulledAboveItsField(result)) {
+    for (const { bucket, cost } of charges) limiter.metrics.actualCost(bucket.name, cost);
+    return kept;
+  }
   const estimate = new Map(charges.map(({ bucket, cost }) => [bucket.name, cost]));
   let priced: ReadonlyMap<string, number>;
   try {
-    priced = limiter.modelFor(input.schema, input.logger).actualCostOf(input.document, input.operation, input.variables, data, estimate);
+    priced = limiter.modelFor(input.schema, input.logger).actualCostOf(input.document, input.operation, input.variables, result.data, estimate);
   } catch (error) {
     input.logger.error(`graphql-token-bucket: could not price the response, the operation keeps its estimated cost: ${describeError(error)}`);
-    return { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
+    return kept;
   }
 
   // An actual cost is clamped to [0, estimate].
@@ -80,6 +92,34 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
     remaining[i] = after?.[r] ?? Math.min(charges[i]!.bucket.capacity, (remaining[i] ?? 0) + refunds[r]!.cost);
   });
   return { actualCosts, remaining };
+}
+
+/**
+ * Whether an execution error nulled more than the field that failed. A null
+ * is priced as "nothing below it ran", which holds where a field's own
+ * resolver failed or returned null. But a non-null field that fails nulls its
+ * parent instead (a list item, an object, or all of `data`), and the parent's
+ * other fields, and the items of the lists above it, had run by then: the
+ * response no longer shows their work. So the failed field's parent must be
+ * in the response. An error with no path cannot be placed, and counts as such
+ * an error when there is data at all.
+ */
+function nulledAboveItsField({ data, errors }: ExecutedResult): boolean {
+  if (errors === undefined || errors.length === 0) return false;
+  for (const { path } of errors) {
+    if (path === undefined || path.length === 0) {
+      // Before execution (variables that do not coerce): no data, nothing ran.
+      if (data === undefined) continue;
+      return true;
+    }
+    let parent = data;
+    for (let i = 0; i < path.length - 1; i++) {
+      if (parent === null || typeof parent !== 'object') return true;
+      parent = (parent as Record<string | number, unknown>)[path[i]!];
+    }
+    if (parent === null || typeof parent !== 'object') return true;
+  }
+  return false;
 }
 
 /**

@@ -155,7 +155,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       return {
         async onExecuteDone({ result, setResult }) {
           if (!isAsyncIterable(result)) {
-            const refunded = refundUnusedCost ? await refundUnused(limiter, input, decision, result.data) : undefined;
+            const refunded = refundUnusedCost ? await refundUnused(limiter, input, decision, result) : undefined;
             if (request !== undefined) fieldsByRequest.for(request).addDecision(decision, refunded);
             const report = reported ? limiter.report(decision, refunded) : undefined;
             if (report !== undefined) setResult(withRateLimitReport(result, report));

@@ -120,7 +120,7 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
       }
       const refunded =
         refundUnusedCost && decision.kind === 'allowed' && input.operation.operation !== 'subscription'
-          ? await refundUnused(limiter, input, decision, resolved.data)
+          ? await refundUnused(limiter, input, decision, resolved)
           : undefined;
       const report = reportCost ? limiter.report(decision, refunded) : undefined;
       return report ? withRateLimitReport(resolved, report) : undefined;
