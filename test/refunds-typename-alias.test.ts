@@ -1,9 +1,8 @@
-// Proof (src/cost/measure-response.ts, candidatesOf): response pricing trusts
-// a key that holds __typename under one possible type even when the object is
-// of another type whose selections put a different field under that key. A
-// user named "Book", selected as `... on User { kind: name posts(first: 100) { id } }
-// ... on Book { kind: __typename }`, is priced as a Book: its 100 posts are refunded.
-// Copy into test/ to run: fails today (actualCost 1, 999 tokens left).
+// Refunds price the response: a key that holds __typename under one possible
+// type must not make an object of another type, whose selections put a
+// different field under that key, priced as the cheaper one. A user named
+// "Book", selected as `... on User { kind: name posts(first: 100) { id } }
+// ... on Book { kind: __typename }`, keeps its 100 posts' cost.
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore, Rate, TokenBucket, tokenBucketDirectiveTypeDefs } from '../src/index.js';
 import { SERVERS, startHttpServer, tokensLeft } from './support/http-servers.js';
