@@ -35,6 +35,7 @@ const server = new ApolloServer<{ userId: string }>({
 
 const { url } = await startStandaloneServer(server, {
   listen: { port: Number(process.env.PORT ?? 4000) },
+  // An identity the client cannot choose in production: the authenticated user's id, not a header.
   context: async ({ req }) => ({ userId: String(req.headers['x-user-id'] ?? req.socket.remoteAddress) }),
 });
 console.log(`ready at ${url}`);
