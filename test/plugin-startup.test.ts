@@ -2,7 +2,7 @@
 // start, with a message naming the schema coordinate and the bucket.
 import { ApolloServer } from '@apollo/server';
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, Rate, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
+import { MAX_BATCH_REQUESTS, MemoryStore, Rate, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
 import type { TokenBucketPluginOptions } from '../src/index.js';
 import { captureLogger, singleResult } from './support/graphql.js';
 
@@ -107,6 +107,14 @@ describe('options', () => {
   it('rejects two buckets of the same name', () => {
     expect(() => tokenBucketPlugin({ ...valid, buckets: [search, new TokenBucket('search', 5, Rate.perSecond(1))] })).toThrow(
       /"search"/,
+    );
+  });
+
+  it('rejects more buckets than one store call takes, since an operation takes all of its in one call', () => {
+    const many = (n: number) => Array.from({ length: n }, (_, i) => new TokenBucket(`b${i}`, 10, Rate.perSecond(1)));
+    expect(() => tokenBucketPlugin({ ...valid, buckets: many(MAX_BATCH_REQUESTS) })).not.toThrow();
+    expect(() => tokenBucketPlugin({ ...valid, buckets: many(MAX_BATCH_REQUESTS + 1) })).toThrow(
+      new RangeError('tokenBucketPlugin option "buckets" holds 1001 buckets, more than the 1000 one store call takes'),
     );
   });
 

@@ -1,5 +1,6 @@
 import { DEFAULT_LIST_SIZE } from '../cost/cost-model.js';
 import type { BucketStore } from '../stores/bucket-store.js';
+import { MAX_BATCH_REQUESTS } from '../stores/validate.js';
 import { TokenBucket } from '../token-bucket.js';
 import { DEFAULT_COST_HEADER } from './cost-header.js';
 import { DEFAULT_RATE_LIMIT_HEADERS } from './ratelimit-headers.js';
@@ -145,6 +146,11 @@ export function validateOptions<TContext>(options: LimiterOptions<TContext>, own
     if (!(bucket instanceof TokenBucket)) throw new TypeError(`${owner} option "buckets" must hold only TokenBucket instances`);
     if (buckets.has(bucket.name)) throw new RangeError(`${owner} option "buckets" names "${bucket.name}" twice`);
     buckets.set(bucket.name, bucket);
+  }
+  // An operation takes all its buckets in one store call, which holds at most
+  // MAX_BATCH_REQUESTS: more names could make an operation the store refuses.
+  if (buckets.size > MAX_BATCH_REQUESTS) {
+    throw new RangeError(`${owner} option "buckets" holds ${buckets.size} buckets, more than the ${MAX_BATCH_REQUESTS} one store call takes`);
   }
   const defaultListSize = options.defaultListSize ?? DEFAULT_LIST_SIZE;
   if (!Number.isSafeInteger(defaultListSize) || defaultListSize < 0) {
