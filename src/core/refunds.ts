@@ -1,3 +1,5 @@
+import { Kind, getNamedType, isInterfaceType, isListType, isNonNullType, isObjectType } from 'graphql';
+import type { DocumentNode, FragmentDefinitionNode, GraphQLNamedType, GraphQLOutputType, GraphQLSchema, OperationDefinitionNode, SelectionSetNode } from 'graphql';
 import type { AcquireRequest, BucketStore } from '../stores/bucket-store.js';
 import { describeError } from './errors.js';
 import type { Decision, Limiter, OperationInput } from './limiter.js';
@@ -40,7 +42,7 @@ export function assertCanRefund(store: BucketStore, owner: string): void {
 export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: OperationInput<TContext>, decision: Admitted, result: ExecutedResult): Promise<Refunded> {
   const { charges } = decision;
   const kept = { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
-  if (nulledAboveItsField(result)) {
+  if (nulledAboveItsField(result) || listNulledByError(input, result)) {
     for (const { bucket, cost } of charges) limiter.metrics.actualCost(bucket.name, cost);
     return kept;
   }
@@ -120,6 +122,137 @@ function nulledAboveItsField({ data, errors }: ExecutedResult): boolean {
     if (parent === null || typeof parent !== 'object') return true;
   }
   return false;
+}
+
+/**
+ * Whether an error left a list null: a list field's own (`rows`) or an
+ * inner list of a list of lists (`matrix.3`). graphql-js completes a list's
+ * items as it reads them, so an iterable that throws part-way (a cursor that
+ * times out, a generator that stops at a limit) nulls the whole list after
+ * the items before it, and every field below them, had run. The response
+ * no longer shows that work. An error that nulls a list item, an object or
+ * a scalar leaves nothing that ran hidden below it.
+ */
+function listNulledByError(input: { schema: GraphQLSchema; document: DocumentNode; operation: OperationDefinitionNode }, { data, errors }: ExecutedResult): boolean {
+  if (errors === undefined || errors.length === 0 || data === null || typeof data !== 'object') return false;
+  let lists: ListFinder | undefined;
+  for (const { path } of errors) {
+    if (path === undefined || path.length === 0 || valueAt(data, path) !== null) continue;
+    lists ??= new ListFinder(input.schema, input.document, input.operation);
+    if (lists.listAt(path)) return true;
+  }
+  return false;
+}
+
+function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
+  let value = data;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[key];
+  }
+  return value;
+}
+
+/** The fields an operation selects under one response key at one level: their types, and their selections below. */
+interface KeyedFields {
+  readonly types: GraphQLOutputType[];
+  readonly below: Level;
+}
+type Level = { readonly set: SelectionSetNode; readonly type: GraphQLNamedType }[];
+
+/**
+ * Tells whether the value at a response path (response keys, and list
+ * indexes below a list field) is a list level of some field the operation
+ * selects under those keys. Every fragment counts whatever its type
+ * condition: an error's path does not say the runtime type, and a list
+ * anywhere there may hide work. Each level is read once, however many
+ * errors point into it.
+ */
+class ListFinder {
+  private readonly fragments = new Map<string, FragmentDefinitionNode>();
+  private readonly levels = new Map<string, Map<string, KeyedFields>>();
+  private readonly root: Level;
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+  ) {
+    for (const definition of document.definitions) {
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) this.fragments.set(definition.name.value, definition);
+    }
+    const type = schema.getRootType(operation.operation);
+    this.root = type === undefined || type === null ? [] : [{ set: operation.selectionSet, type }];
+  }
+
+  listAt(path: readonly (string | number)[]): boolean {
+    let level = this.root;
+    let prefix = '';
+    let i = 0;
+    while (i < path.length) {
+      const key = path[i++];
+      // A path that does not start at a field cannot be placed: it may hide anything.
+      if (typeof key !== 'string') return true;
+      let index = this.levels.get(prefix);
+      if (index === undefined) this.levels.set(prefix, (index = this.index(level)));
+      const fields = index.get(key);
+      if (fields === undefined) return false;
+      prefix += `${key}.`;
+      let indexes = 0;
+      while (i < path.length && typeof path[i] === 'number') {
+        indexes++;
+        i++;
+      }
+      if (i === path.length) return fields.types.some((type) => listDepth(type) > indexes);
+      level = fields.below;
+    }
+    return false;
+  }
+
+  /** The fields of a level by response key, through every fragment. */
+  private index(level: Level): Map<string, KeyedFields> {
+    const index = new Map<string, KeyedFields>();
+    const seen = new Set<string>();
+    const work = [...level];
+    while (work.length > 0) {
+      const { set, type } = work.pop()!;
+      for (const selection of set.selections) {
+        if (selection.kind === Kind.FIELD) {
+          if (!isObjectType(type) && !isInterfaceType(type)) continue;
+          const definition = type.getFields()[selection.name.value];
+          if (definition === undefined) continue;
+          const key = selection.alias?.value ?? selection.name.value;
+          let fields = index.get(key);
+          if (fields === undefined) index.set(key, (fields = { types: [], below: [] }));
+          fields.types.push(definition.type);
+          if (selection.selectionSet !== undefined) fields.below.push({ set: selection.selectionSet, type: getNamedType(definition.type) });
+        } else {
+          if (selection.kind === Kind.FRAGMENT_SPREAD) {
+            const id = `${selection.name.value}\u0000${type.name}`;
+            if (seen.has(id)) continue;
+            seen.add(id);
+          }
+          const fragment = selection.kind === Kind.INLINE_FRAGMENT ? selection : this.fragments.get(selection.name.value);
+          if (fragment === undefined) continue;
+          const condition = fragment.typeCondition === undefined ? type : this.schema.getType(fragment.typeCondition.name.value);
+          if (condition !== undefined && condition !== null) work.push({ set: fragment.selectionSet, type: condition });
+        }
+      }
+    }
+    return index;
+  }
+}
+
+function listDepth(type: GraphQLOutputType): number {
+  let depth = 0;
+  let current: GraphQLOutputType = type;
+  for (;;) {
+    if (isNonNullType(current)) current = current.ofType;
+    else if (isListType(current)) {
+      depth++;
+      current = current.ofType as GraphQLOutputType;
+    } else return depth;
+  }
 }
 
 /**
