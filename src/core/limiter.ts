@@ -1,6 +1,7 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel } from '../cost/cost-model.js';
 import type { AcquireRequest, BatchAdmission, BucketKey } from '../stores/bucket-store.js';
+import { watchReturns } from '../stores/returns.js';
 import { acquireAllFrom } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 import { DenyCache } from './deny-cache.js';
@@ -152,6 +153,8 @@ export class Limiter<TContext> {
       (this.logger ?? console).warn(`graphql-token-bucket: recording metrics failed; operations are served without them while the MeterProvider fails: ${describeError(error)}`),
     );
     this.denials = this.settings.denyCache ? new DenyCache() : undefined;
+    // Refunds and resets through the same store, by another limiter or the application, forget denials too.
+    if (this.denials !== undefined) watchReturns(this.settings.store, this.denials);
   }
 
   /**
