@@ -2,13 +2,19 @@
 // through the same store object: the application's own `store.reset`, and a
 // refund made by another limiter of the process (graphql-ws hooks beside the
 // Apollo Server plugin). Until then it denied, for the rest of the wait it
-// remembered, what the store would admit.
+// remembered, what the store would admit. So does a denial the store decided
+// before a refund landed and answered after it.
 import type { BaseContext } from '@apollo/server';
 import { makeExecutableSchema } from '@graphql-tools/schema';
+import { parse } from 'graphql';
+import type { OperationDefinitionNode } from 'graphql';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { Limiter } from '../src/core/limiter.js';
+import { refundUnused } from '../src/core/refunds.js';
 import { tokenBucketSubscriptions } from '../src/graphql-ws/index.js';
 import { MemoryStore, Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
 import type { BucketStore } from '../src/index.js';
+import { captureLogger } from './support/graphql.js';
 import { disposeClients, postJson, run, serveApolloWithSockets, socketClient } from './support/adapters.js';
 import { redisClient, uniquePrefix } from './support/clients.js';
 import { SERVERS, startHttpServer, tokensLeft } from './support/http-servers.js';
@@ -90,5 +96,37 @@ describe.each(STORES)('two limiters of one process on one %s', (storeKind) => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe.each(STORES)('a refund landing while a denial is on its way, on %s', (storeKind) => {
+  it('is not undone by remembering that denial', async () => {
+    const schema = makeExecutableSchema({ typeDefs, resolvers });
+    const operation = (query: string) => {
+      const document = parse(query);
+      return { schema, document, operation: document.definitions[0] as OperationDefinitionNode, variables: {}, context: {}, logger: captureLogger() };
+    };
+    let denials = 0;
+    const stale: number[] = [];
+    // The refund is sent 0 to 39 microtasks after the denied acquire: somewhere in there it lands
+    // after the store decided the acquire and before the limiter has read the denial.
+    for (let delay = 0; delay < 40; delay++) {
+      const store = makeStore(storeKind);
+      const limiter = new Limiter<unknown>({ store, buckets: [api], identify: () => 'dan', refundUnusedCost: true }, 'test');
+      const all = operation('{ books(first: 10) { title } }');
+      const taken = await limiter.decide(all);
+      if (taken.kind !== 'allowed') throw new Error(`expected the first operation admitted, got ${taken.kind}`);
+      const short = limiter.decide(operation('{ books(first: 5) { title } }'));
+      for (let i = 0; i < delay; i++) await Promise.resolve();
+      // The response held one book of ten: 9 tokens go back.
+      const [denied, refunded] = await Promise.all([short, refundUnused(limiter, all, taken, { data: { books: [{ title: 'Dune' }] } })]);
+      expect(refunded.actualCosts).toEqual([1]);
+      if (denied.kind !== 'denied') continue;
+      expect(await tokensLeft(store, api, 'dan')).toBe(9);
+      denials += 1;
+      if ((await limiter.decide(operation('{ books(first: 5) { title } }'))).kind !== 'allowed') stale.push(delay);
+    }
+    expect(denials).toBeGreaterThan(20);
+    expect(stale).toEqual([]);
   });
 });

@@ -79,6 +79,14 @@ export class DenyCache {
   private readonly entries = new Map<string, Entry>();
   /** Store calls under way, by pair: the first one's cost, and when it has been answered and remembered. */
   private readonly pending = new Map<string, StoreCall>();
+  /** Store calls under way, of every pair. */
+  private inFlight = 0;
+  /**
+   * When tokens last came back to a pair while store calls were under way: a
+   * denial sent before then may have been decided before the tokens came
+   * back and answered after, so it is not remembered. Bounded like `entries`.
+   */
+  private readonly returns = new Map<string, number>();
 
   constructor(
     private readonly maxEntries = DENY_CACHE_MAX_ENTRIES,
@@ -95,6 +103,8 @@ export class DenyCache {
     const deniedUntil = sentAt + retryAfterMs - 1;
     if (!(deniedUntil > answeredAt)) return;
     const id = pairId(bucket, key);
+    const returned = this.returns.get(id);
+    if (returned !== undefined && returned >= sentAt) return;
     this.entries.delete(id);
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next();
@@ -146,6 +156,11 @@ export class DenyCache {
   asking(requests: readonly Request[], answer: Promise<unknown>): void {
     const sentAt = this.now();
     let calls: StoreCall[] | undefined;
+    this.inFlight += 1;
+    const settled = (): void => {
+      this.inFlight -= 1;
+      if (this.inFlight === 0) this.returns.clear();
+    };
     const answered = answer.then(
       (value) => {
         const answeredAt = this.now();
@@ -154,6 +169,8 @@ export class DenyCache {
       },
       () => undefined,
     );
+    // After the answer's own continuation (which remembers its denials).
+    void answered.then(settled);
     for (const { bucket, key, cost, measured } of requests) {
       if (measured) continue;
       const id = pairId(bucket, key);
@@ -174,7 +191,16 @@ export class DenyCache {
 
   /** Tokens came back to the pair (a refund, or the store admitted what was remembered as short): forget it. */
   forget(bucket: TokenBucket, key: BucketKey): void {
-    if (this.entries.size > 0) this.entries.delete(pairId(bucket, key));
+    if (this.entries.size === 0 && this.inFlight === 0) return;
+    const id = pairId(bucket, key);
+    this.entries.delete(id);
+    if (this.inFlight === 0) return;
+    this.returns.delete(id);
+    if (this.returns.size >= this.maxEntries) {
+      const oldest = this.returns.keys().next();
+      if (!oldest.done) this.returns.delete(oldest.value);
+    }
+    this.returns.set(id, this.now());
   }
 
   /**
