@@ -133,8 +133,12 @@ export class DenyCache {
     this.entries.delete(id);
     this.entries.set(id, entry);
     const extraMs = ((cost - entry.cost) * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
-    const lacking = ((entry.fitsBy - now) * bucket.rate.tokens * 1000) / bucket.rate.periodUs;
-    const remaining = Math.min(entry.cost - 1, Math.max(0, Math.floor(entry.cost - lacking)));
+    const tokensPerMs = (bucket.rate.tokens * 1000) / bucket.rate.periodUs;
+    const lacking = (entry.fitsBy - now) * tokensPerMs;
+    // A lower bound, floored: what a microsecond of the store's clock and the float error of two
+    // large times refill is taken off first, or a bucket just short of a whole token reads as holding it.
+    const slack = (0.001 + 4 * Number.EPSILON * Math.max(Math.abs(entry.fitsBy), Math.abs(now))) * tokensPerMs;
+    const remaining = Math.min(entry.cost - 1, Math.max(0, Math.floor(entry.cost - lacking - slack)));
     return { retryAfterMs: Math.ceil(entry.fitsBy + extraMs - now), remaining };
   }
 
