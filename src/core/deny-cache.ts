@@ -241,6 +241,8 @@ export class DenyCache {
   }
 
   private admittedPair(id: string, bucket: TokenBucket, cost: number, left: AdmissionLeft | undefined): void {
+    // The latest admission says the most: an older one's level does not count the tokens taken since.
+    this.drained.delete(id);
     const entry = this.entries.get(id);
     if (entry !== undefined) {
       if (cost < entry.cost && sameDefinition(entry.bucket, bucket)) {
@@ -250,8 +252,6 @@ export class DenyCache {
       }
       this.entries.delete(id);
     }
-    // The latest admission says the most: an older one's level does not count the tokens taken since.
-    this.drained.delete(id);
     if (left === undefined || !(left.remaining < cost)) return;
     // Tokens came back while it was on its way: what it left may be more now.
     const returned = this.returns.get(id);
