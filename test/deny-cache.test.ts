@@ -408,3 +408,28 @@ describe('the deny cache only denies what the store would deny', () => {
     expect(hits).toBeGreaterThan(100);
   });
 });
+
+describe('what a remembered denial says the bucket holds', () => {
+  it('is never more than the store says, just short of a whole token at epoch times', async () => {
+    // 7 tokens every 17,944 ms; 7 taken twice, the third 7 denied, then all but a hair of 4 tokens' refill.
+    const bucket = new TokenBucket('x', 14, new Rate(7, 17_944));
+    const msPerToken = bucket.rate.periodUs / bucket.rate.tokens / 1000;
+    const over: number[] = [];
+    for (let start = 0; start < 2000; start++) {
+      let now = 1_750_000_000_000 + start * 499_979.3;
+      const store = new MemoryStore({ now: () => now });
+      const cache = new DenyCache(DENY_CACHE_MAX_ENTRIES, () => now);
+      expect((await store.acquire(bucket, 'k', 7)).allowed).toBe(true);
+      expect((await store.acquire(bucket, 'k', 7)).allowed).toBe(true);
+      const denied = await store.acquire(bucket, 'k', 7);
+      if (denied.allowed || denied.retryAfterMs === null) throw new Error('expected a denial with a wait');
+      cache.remember(bucket, 'k', 7, denied.retryAfterMs, now, now);
+      now += 0.9999999948978636 * msPerToken * 4;
+      const cached = cache.check(bucket, 'k', 7);
+      const held = await store.acquire(bucket, 'k', 0);
+      if (cached !== undefined && held.allowed && cached.remaining > held.remaining) over.push(start);
+      await store.close();
+    }
+    expect(over).toEqual([]);
+  });
+});

@@ -34,6 +34,22 @@ interface Entry {
   readonly fitsBy: number;
 }
 
+/** What an admission left of a pair: `remaining` whole tokens at least, at `answeredAt`. */
+interface Drained {
+  readonly bucket: TokenBucket;
+  readonly remaining: number;
+  readonly answeredAt: number;
+  /** When it would be full again, if nothing took any: the entry says nothing after that. */
+  readonly fullBy: number;
+}
+
+/** What an admission's store call left of a pair: whole tokens, and when the call was sent and answered. */
+export interface AdmissionLeft {
+  readonly remaining: number;
+  readonly sentAt: number;
+  readonly answeredAt: number;
+}
+
 /** A store call under way for a pair, which later requests for it may wait for. */
 export interface StoreCall {
   readonly bucket: TokenBucket;
@@ -79,6 +95,20 @@ export class DenyCache {
   private readonly entries = new Map<string, Entry>();
   /** Store calls under way, by pair: the first one's cost, and when it has been answered and remembered. */
   private readonly pending = new Map<string, StoreCall>();
+  /** Store calls under way, of every pair. */
+  private inFlight = 0;
+  /**
+   * When tokens last came back to a pair while store calls were under way: a
+   * denial sent before then may have been decided before the tokens came
+   * back and answered after, so it is not remembered. Bounded like `entries`.
+   */
+  private readonly returns = new Map<string, number>();
+  /**
+   * Pairs an admission left short of what it took, and no denial is
+   * remembered for: an operation denied for another bucket waits for these
+   * too. Bounded like `entries`.
+   */
+  private readonly drained = new Map<string, Drained>();
 
   constructor(
     private readonly maxEntries = DENY_CACHE_MAX_ENTRIES,
@@ -95,6 +125,8 @@ export class DenyCache {
     const deniedUntil = sentAt + retryAfterMs - 1;
     if (!(deniedUntil > answeredAt)) return;
     const id = pairId(bucket, key);
+    const returned = this.returns.get(id);
+    if (returned !== undefined && returned >= sentAt) return;
     this.entries.delete(id);
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next();
@@ -123,8 +155,12 @@ export class DenyCache {
     this.entries.delete(id);
     this.entries.set(id, entry);
     const extraMs = ((cost - entry.cost) * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
-    const lacking = ((entry.fitsBy - now) * bucket.rate.tokens * 1000) / bucket.rate.periodUs;
-    const remaining = Math.min(entry.cost - 1, Math.max(0, Math.floor(entry.cost - lacking)));
+    const tokensPerMs = (bucket.rate.tokens * 1000) / bucket.rate.periodUs;
+    const lacking = (entry.fitsBy - now) * tokensPerMs;
+    // A lower bound, floored: what a microsecond of the store's clock and the float error of two
+    // large times refill is taken off first, or a bucket just short of a whole token reads as holding it.
+    const slack = (0.001 + 4 * Number.EPSILON * Math.max(Math.abs(entry.fitsBy), Math.abs(now))) * tokensPerMs;
+    const remaining = Math.min(entry.cost - 1, Math.max(0, Math.floor(entry.cost - lacking - slack)));
     return { retryAfterMs: Math.ceil(entry.fitsBy + extraMs - now), remaining };
   }
 
@@ -146,6 +182,11 @@ export class DenyCache {
   asking(requests: readonly Request[], answer: Promise<unknown>): void {
     const sentAt = this.now();
     let calls: StoreCall[] | undefined;
+    this.inFlight += 1;
+    const settled = (): void => {
+      this.inFlight -= 1;
+      if (this.inFlight === 0) this.returns.clear();
+    };
     const answered = answer.then(
       (value) => {
         const answeredAt = this.now();
@@ -154,6 +195,8 @@ export class DenyCache {
       },
       () => undefined,
     );
+    // After the answer's own continuation (which remembers its denials).
+    void answered.then(settled);
     for (const { bucket, key, cost, measured } of requests) {
       if (measured) continue;
       const id = pairId(bucket, key);
@@ -174,24 +217,76 @@ export class DenyCache {
 
   /** Tokens came back to the pair (a refund, or the store admitted what was remembered as short): forget it. */
   forget(bucket: TokenBucket, key: BucketKey): void {
-    if (this.entries.size > 0) this.entries.delete(pairId(bucket, key));
+    if (this.entries.size === 0 && this.drained.size === 0 && this.inFlight === 0) return;
+    const id = pairId(bucket, key);
+    this.entries.delete(id);
+    this.drained.delete(id);
+    if (this.inFlight === 0) return;
+    this.returns.delete(id);
+    if (this.returns.size >= this.maxEntries) {
+      const oldest = this.returns.keys().next();
+      if (!oldest.done) this.returns.delete(oldest.value);
+    }
+    this.returns.set(id, this.now());
   }
 
   /**
    * The store admitted `cost` of the pair. A remembered denial of no more than
    * that is stale; one of more is still short, and later by the tokens just taken.
+   * With `left`, an admission that left the pair short of `cost` is kept for
+   * `drainedWait`.
    */
-  admitted(bucket: TokenBucket, key: BucketKey, cost: number): void {
-    if (this.entries.size === 0) return;
-    const id = pairId(bucket, key);
+  admitted(bucket: TokenBucket, key: BucketKey, cost: number, left?: AdmissionLeft): void {
+    if (this.entries.size > 0 || this.drained.size > 0 || (left !== undefined && left.remaining < cost)) this.admittedPair(pairId(bucket, key), bucket, cost, left);
+  }
+
+  private admittedPair(id: string, bucket: TokenBucket, cost: number, left: AdmissionLeft | undefined): void {
+    // The latest admission says the most: an older one's level does not count the tokens taken since.
+    this.drained.delete(id);
     const entry = this.entries.get(id);
-    if (entry === undefined) return;
-    if (cost >= entry.cost || !sameDefinition(entry.bucket, bucket)) {
+    if (entry !== undefined) {
+      if (cost < entry.cost && sameDefinition(entry.bucket, bucket)) {
+        const takenMs = (cost * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
+        this.entries.set(id, { ...entry, deniedUntil: entry.deniedUntil + takenMs, fitsBy: entry.fitsBy + takenMs });
+        return;
+      }
       this.entries.delete(id);
-      return;
     }
-    const takenMs = (cost * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
-    this.entries.set(id, { ...entry, deniedUntil: entry.deniedUntil + takenMs, fitsBy: entry.fitsBy + takenMs });
+    if (left === undefined || !(left.remaining < cost)) return;
+    // Tokens came back while it was on its way: what it left may be more now.
+    const returned = this.returns.get(id);
+    if (returned !== undefined && returned >= left.sentAt) return;
+    if (this.drained.size >= this.maxEntries) {
+      const oldest = this.drained.keys().next();
+      if (!oldest.done) this.drained.delete(oldest.value);
+    }
+    const fullBy = left.answeredAt + ((bucket.capacity - left.remaining) * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
+    this.drained.set(id, { bucket, remaining: left.remaining, answeredAt: left.answeredAt, fullBy });
+  }
+
+  /**
+   * For an operation denied already, the wait of a pair this process saw an
+   * admission leave short, and no denial is remembered for: at least the time
+   * `cost` takes to refill beyond what that admission left plus what has
+   * refilled since (so never shorter than the store's, if nothing else takes
+   * any), and the whole tokens the bucket holds at least. Undefined when
+   * nothing is known or it would fit now.
+   */
+  drainedWait(bucket: TokenBucket, key: BucketKey, cost: number): CachedDenial | undefined {
+    if (this.drained.size === 0) return undefined;
+    const id = pairId(bucket, key);
+    const level = this.drained.get(id);
+    if (level === undefined) return undefined;
+    const now = this.now();
+    if (!(now < level.fullBy) || !sameDefinition(level.bucket, bucket)) {
+      this.drained.delete(id);
+      return undefined;
+    }
+    const tokensPerMs = (bucket.rate.tokens * 1000) / bucket.rate.periodUs;
+    const lacking = cost - level.remaining - (now - level.answeredAt) * tokensPerMs;
+    if (!(lacking > 0)) return undefined;
+    const remaining = Math.min(cost - 1, Math.max(0, Math.floor(cost - lacking)));
+    return { retryAfterMs: Math.ceil(lacking / tokensPerMs), remaining };
   }
 }
 

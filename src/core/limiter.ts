@@ -1,6 +1,7 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel } from '../cost/cost-model.js';
 import type { AcquireRequest, BatchAdmission, BucketKey } from '../stores/bucket-store.js';
+import { watchReturns } from '../stores/returns.js';
 import { acquireAllFrom } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 import { DenyCache } from './deny-cache.js';
@@ -152,6 +153,8 @@ export class Limiter<TContext> {
       (this.logger ?? console).warn(`graphql-token-bucket: recording metrics failed; operations are served without them while the MeterProvider fails: ${describeError(error)}`),
     );
     this.denials = this.settings.denyCache ? new DenyCache() : undefined;
+    // Refunds and resets through the same store, by another limiter or the application, forget denials too.
+    if (this.denials !== undefined) watchReturns(this.settings.store, this.denials);
   }
 
   /**
@@ -312,7 +315,10 @@ export class Limiter<TContext> {
         input.logger.warn(wouldDenyWarning(charge, short.retryAfterMs));
       } else {
         metrics.decision(charge.bucket.name, 'allowed');
-        if (!charge.measured) this.denials?.admitted(charge.bucket, charge.key, charge.cost);
+        if (!charge.measured) {
+          const left = result.remaining[index];
+          this.denials?.admitted(charge.bucket, charge.key, charge.cost, left === undefined ? undefined : { remaining: left, sentAt, answeredAt });
+        }
       }
     });
     // Measured buckets are charged only when the whole operation would have been admitted enforced.
@@ -393,6 +399,14 @@ export class Limiter<TContext> {
       if (worst === undefined || denial.retryAfterMs > worst.retryAfterMs) worst = { charge, retryAfterMs: denial.retryAfterMs };
     }
     if (worst === undefined || remaining === undefined) return undefined;
+    // Denied whole: the store would also have waited for the buckets this process saw drained.
+    for (const [index, charge] of charges.entries()) {
+      if (charge.measured || remaining[index] !== undefined) continue;
+      const short = denials.drainedWait(charge.bucket, charge.key, charge.cost);
+      if (short === undefined) continue;
+      remaining[index] = short.remaining;
+      if (short.retryAfterMs > worst.retryAfterMs) worst = { charge, retryAfterMs: short.retryAfterMs };
+    }
     // The operation's buckets, as a store's denial names them (for the RateLimit fields).
     return { kind: 'denied', bucket: worst.charge.bucket, cost: worst.charge.cost, retryAfterMs: worst.retryAfterMs, charges, remaining };
   }

@@ -7,6 +7,7 @@ import type { BucketTerms } from './bucket-terms.js';
 import { termsOf, timeOf } from './bucket-terms.js';
 import type { FullAt } from './full-at.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
+import { tokensReturned } from './returns.js';
 import { acquireOne, assertBucket, assertCost, checked, denial, keyString, measuredLast, pairKey, refundPairs, unorder, validateRequests } from './validate.js';
 
 export interface MemoryStoreOptions {
@@ -155,6 +156,7 @@ export class MemoryStore implements BucketStore {
       if (claim !== undefined) this.receipts.settle(claim, result.given);
       byPair.set(id, result.remaining);
     }
+    tokensReturned(this, requests);
     return requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
   }
 
@@ -165,6 +167,7 @@ export class MemoryStore implements BucketStore {
     const held = this.read(id, now) !== undefined;
     this.fullAt.delete(id);
     this.receipts.forget(id);
+    tokensReturned(this, [{ bucket, key }]);
     return held;
   }
 

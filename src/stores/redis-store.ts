@@ -7,6 +7,7 @@ import type { FullAt } from './full-at.js';
 import { formatFullAt, parseFullAt } from './full-at.js';
 import { LuaScript } from './lua-script.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
+import { tokensReturned } from './returns.js';
 import { DEFAULT_PREFIX, identityTag, redisKey, validatePrefix } from './redis-keys.js';
 import {
   acquireOne,
@@ -207,6 +208,8 @@ export class RedisStore implements BucketStore {
           });
         } finally {
           for (const { claim } of group) if (claim !== undefined) this.receipts.release(claim);
+          // A call that failed may still have given its tokens back.
+          tokensReturned(this, group);
         }
       }),
     );
@@ -219,7 +222,11 @@ export class RedisStore implements BucketStore {
     const id = this.keyFor(bucket, key);
     // whatever this store took before the reset has come back with it
     this.receipts.forget(id);
-    return (await this.client.del(id)) > 0;
+    try {
+      return (await this.client.del(id)) > 0;
+    } finally {
+      tokensReturned(this, [{ bucket, key }]);
+    }
   }
 
   private oneSlot(tags: readonly string[]): boolean {
