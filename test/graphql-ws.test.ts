@@ -260,6 +260,29 @@ describe.each(subjects)('graphql-ws beside Apollo Server, on %s', (_name, makeSt
     expect(h.store.calls).toHaveLength(4);
   });
 
+  it('with chargeEachEvent, an identify failing on an event ends the subscription with a generic error, logged and not sent', async () => {
+    const logger = captureLogger();
+    let calls = 0;
+    const h = await harness(makeStore, {
+      chargeEachEvent: true,
+      logger,
+      identify: (ctx) => {
+        calls += 1;
+        if (calls === 3) throw new Error('users db down at 10.0.0.5');
+        return String(ctx.connectionParams?.['user']);
+      },
+    });
+    const user = freshUser();
+    const outcome = await run(socketClient(h.server.wsUrl, { user }), { query: 'subscription { ticks(from: 9) }' });
+    // The start and the first event were charged; the second event is never sent.
+    expect(outcome.results).toEqual([{ data: { ticks: 9 }, extensions: { rateLimit: { live: { cost: 1, remaining: 1, capacity: 3 } } } }]);
+    expect(outcome.completed).toBe(false);
+    expect(outcome.errors).toEqual([{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }]);
+    expect(logger.errors).toEqual([expect.stringContaining('users db down at 10.0.0.5')]);
+    await waitFor('the ticks generator to close', 5_000, () => h.ticksClosed.count === 1);
+    expect(await h.left(live, user)).toBe(1);
+  });
+
   it('with chargeEachEvent, a client leaving a quiet subscription releases its source at once', async () => {
     const h = await harness(makeStore, { chargeEachEvent: true });
     const user = freshUser();

@@ -43,6 +43,11 @@ export function unavailableError(http?: HttpExtension): GraphQLError {
   });
 }
 
+/** What a client is told of a server fault while a subscription runs (the fault itself is logged). */
+export function internalError(): GraphQLError {
+  return new GraphQLError('Internal server error', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+}
+
 /**
  * A GraphQL error the cost analysis raised (an operation it refuses to price):
  * a client error. One that already says its HTTP status (the application's

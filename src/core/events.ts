@@ -1,4 +1,5 @@
-import { rateLimitedError, unavailableError } from './errors.js';
+import { GraphQLError } from 'graphql';
+import { describeError, internalError, rateLimitedError, unavailableError } from './errors.js';
 import type { Limiter, OperationInput } from './limiter.js';
 import { withRateLimitReport } from './result-extensions.js';
 import type { ResultWithExtensions } from './result-extensions.js';
@@ -65,7 +66,12 @@ export function chargeEachEvent<TContext, TResult extends ResultWithExtensions>(
         decision = await limiter.decide(input);
       } catch (error) {
         await close();
-        throw error;
+        // The application's own GraphQLError (UNAUTHENTICATED from `identify`)
+        // is for the client; anything else is a server fault, whose message
+        // (a database's, say) is logged and not sent.
+        if (error instanceof GraphQLError) throw error;
+        input.logger.error(`graphql-token-bucket: could not charge a subscription event, the subscription ends: ${describeError(error)}`);
+        throw internalError();
       }
       // The consumer left while the store answered: the event goes nowhere.
       if (closed) return done();
