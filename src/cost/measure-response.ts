@@ -1,6 +1,7 @@
 import { Kind } from 'graphql';
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
 import type { ArgumentPricer } from './argument-costs.js';
+import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
 import { applies, included, sat } from './selections.js';
 
@@ -393,9 +394,7 @@ class ResponseWalk {
   private fieldShape(field: FieldCost): number {
     let shape = this.fieldShapes.get(field);
     if (shape === undefined) {
-      const rules = field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(',');
-      const args = (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${this.inputKey(a.input)}`).join(',');
-      const key = `${field.weight}|${field.listDepth}|${field.target?.index ?? -1}|${rules}|${args}`;
+      const key = `${field.weight}|${field.listDepth}|${field.target?.index ?? -1}|${chargeKey(field, this.inputKeys)}`;
       shape = this.shapeKeys.get(key);
       if (shape === undefined) this.shapeKeys.set(key, (shape = this.shapeKeys.size));
       this.fieldShapes.set(field, shape);
@@ -408,16 +407,6 @@ class ResponseWalk {
     let id = this.nodeIds.get(node);
     if (id === undefined) this.nodeIds.set(node, (id = this.nodeIds.size));
     return id;
-  }
-
-  /** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by identity (one per input type). */
-  private inputKey(input: InputCost): string {
-    let key = this.inputKeys.get(input);
-    if (key === undefined) {
-      key = input.kind === 'leaf' ? `l${input.cost}` : input.kind === 'list' ? `[${this.inputKey(input.of)}]` : `o${this.inputKeys.size}`;
-      this.inputKeys.set(input, key);
-    }
-    return key;
   }
 
   /** A key that holds `__typename` in the selections of every possible type of `type` that has it, or null. */

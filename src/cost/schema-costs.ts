@@ -447,23 +447,12 @@ class Compiler {
       // A sized context is told apart by identity: one per field that declares it.
       field.sized === null ? 'n' : `#${this.shapes.size}`,
       slicing.join(','),
-      field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(','),
-      (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${this.inputKey(a.input)}`).join(','),
+      chargeKey(field, this.inputKeys),
     ].join('|');
     shape = this.shapeKeys.get(key);
     if (shape === undefined) this.shapeKeys.set(key, (shape = this.shapeKeys.size));
     this.shapes.set(field, shape);
     return shape;
-  }
-
-  /** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by type (one object each). */
-  private inputKey(input: InputCost): string {
-    let key = this.inputKeys.get(input);
-    if (key === undefined) {
-      key = input.kind === 'leaf' ? `l${input.cost}` : input.kind === 'list' ? `[${this.inputKey(input.of)}]` : `o${this.inputKeys.size}`;
-      this.inputKeys.set(input, key);
-    }
-    return key;
   }
 
   /** `__typename` on an object type: weighs nothing, charges what the type's (and its interfaces') directives say. */
@@ -759,4 +748,25 @@ function describe(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/**
+ * The part of a field's shape that every walk reads alike: its bucket rules
+ * and its arguments' costs. `inputKeys` numbers input objects, so keys are
+ * comparable only among those made with the same map.
+ */
+export function chargeKey(field: FieldCost, inputKeys: Map<InputCost, string>): string {
+  const rules = field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(',');
+  const args = (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${inputKey(a.input, inputKeys)}`).join(',');
+  return `${rules}|${args}`;
+}
+
+/** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by type (one object each). */
+function inputKey(input: InputCost, inputKeys: Map<InputCost, string>): string {
+  let key = inputKeys.get(input);
+  if (key === undefined) {
+    key = input.kind === 'leaf' ? `l${input.cost}` : input.kind === 'list' ? `[${inputKey(input.of, inputKeys)}]` : `o${inputKeys.size}`;
+    inputKeys.set(input, key);
+  }
+  return key;
 }
