@@ -4,17 +4,15 @@
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { createYoga } from 'graphql-yoga';
 import type { YogaInitialContext } from 'graphql-yoga';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { useTokenBucket } from '../src/envelop/index.js';
 import { tokenBucketSubscriptions } from '../src/graphql-ws/index.js';
 import { Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs } from '../src/index.js';
 import { disposeClients, postJson, run, serveApolloWithSockets, serveHandler, socketClient } from './support/adapters.js';
-import { redisClient, uniquePrefix } from './support/clients.js';
+import { uniquePrefix } from './support/clients.js';
 import { captureLogger } from './support/graphql.js';
 import type { ResponseBody } from './support/graphql.js';
-import { startRedisServer } from './support/redis-server.js';
-import type { RedisServerProcess } from './support/redis-server.js';
+import { ownRedis } from './support/own-redis.js';
 
 const typeDefs = `${tokenBucketDirectiveTypeDefs}
 type Query {
@@ -49,36 +47,14 @@ const schema = makeExecutableSchema({
 const THREE_BUCKETS = { query: '{ a b list(first: 1) { n } }' };
 const N = 12;
 
-let redisServer: RedisServerProcess;
-let redis: Redis;
-let admin: Redis;
+// A server of our own: INFO commandstats counts every client's calls.
+const own = ownRedis();
 const stops: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  redisServer = await startRedisServer();
-  redis = redisClient(redisServer.url);
-  admin = redisClient(redisServer.url);
-  await Promise.all([redis.ping(), admin.ping()]);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  admin?.disconnect();
-  await redisServer?.stop();
-});
 
 afterEach(async () => {
   await disposeClients();
   await Promise.all(stops.splice(0).map((stop) => stop()));
 });
-
-/** Script calls since the last reset: only EVALSHA and EVAL tell round trips apart. */
-async function scriptCalls(): Promise<{ evalsha: number; eval: number }> {
-  const info = await admin.info('commandstats');
-  const calls: Record<string, number> = {};
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
-  return { evalsha: calls['evalsha'] ?? 0, eval: calls['eval'] ?? 0 };
-}
 
 let users = 0;
 const freshUser = (): string => `calls-user-${++users}`;
@@ -92,7 +68,7 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
         logging: false,
         plugins: [
           useTokenBucket<YogaInitialContext>({
-            store: new RedisStore(redis, { prefix: uniquePrefix('yoga-calls') }),
+            store: new RedisStore(own.client, { prefix: uniquePrefix('yoga-calls') }),
             buckets,
             identify: ({ request }) => request.headers.get('x-user-id') ?? 'anonymous',
             ...(denyCache === undefined ? {} : { denyCache }),
@@ -103,7 +79,7 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
     stops.push(server.stop);
     // The first call loads the script (EVALSHA, NOSCRIPT, EVAL); count the steady state.
     expect((await postJson<ResponseBody>(server.url, THREE_BUCKETS, { 'x-user-id': freshUser() })).status).toBe(200);
-    await admin.config('RESETSTAT');
+    await own.resetStats();
     return server.url;
   }
 
@@ -118,13 +94,13 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
 
   it(`with denyCache: false, makes exactly one script call for each of ${N} operations touching 3 buckets, admitted or denied`, async () => {
     await drain(await serve(false));
-    expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: N, eval: 0 });
   });
 
   it('with the deny cache, makes one script call per admitted operation and one for the first denial', async () => {
     // c refills 100 an hour: the 20 tokens the first denial lacks are minutes away.
     await drain(await serve());
-    expect(await scriptCalls()).toEqual({ evalsha: 4 + 1, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: 4 + 1, eval: 0 });
   });
 
   it('makes one script call per operation of a batch, and none for an operation nothing charges', async () => {
@@ -132,9 +108,9 @@ describe('store calls per operation under GraphQL Yoga, counted by Redis', () =>
     const answer = await postJson<ResponseBody[]>(url, Array.from({ length: N }, () => THREE_BUCKETS), { 'x-user-id': freshUser() });
     expect(answer.body).toHaveLength(N);
     for (const result of answer.body) expect(result.errors).toBeUndefined();
-    expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: N, eval: 0 });
     for (let i = 0; i < N; i++) expect((await postJson<ResponseBody>(url, { query: '{ free }' })).body).toEqual({ data: { free: 0 } });
-    expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: N, eval: 0 });
   });
 });
 
@@ -145,7 +121,7 @@ describe('store calls per operation over graphql-ws, counted by Redis', () => {
       logger: captureLogger(),
       sockets: tokenBucketSubscriptions({
         schema,
-        store: new RedisStore(redis, { prefix: uniquePrefix('ws-calls') }),
+        store: new RedisStore(own.client, { prefix: uniquePrefix('ws-calls') }),
         buckets,
         identify: (ctx) => String(ctx.connectionParams?.['user']),
         chargeEachEvent,
@@ -154,22 +130,22 @@ describe('store calls per operation over graphql-ws, counted by Redis', () => {
     stops.push(server.stop);
     const warm = await run(socketClient(server.wsUrl, { user: freshUser() }), THREE_BUCKETS);
     expect(warm.completed).toBe(true);
-    await admin.config('RESETSTAT');
+    await own.resetStats();
     return server.wsUrl;
   }
 
   it(`makes one script call per subscription start (two buckets) and per operation, ${N} of each`, async () => {
     const client = socketClient(await serve(false), { user: freshUser() });
     for (let i = 0; i < N; i++) expect(await run(client, { query: 'subscription { ticks(from: 3) }' })).toMatchObject({ completed: true });
-    expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: N, eval: 0 });
     for (let i = 0; i < N; i++) expect(await run(client, THREE_BUCKETS)).toMatchObject({ completed: true });
-    expect(await scriptCalls()).toEqual({ evalsha: 2 * N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: 2 * N, eval: 0 });
   });
 
   it('with chargeEachEvent, makes one more script call per event', async () => {
     const client = socketClient(await serve(true), { user: freshUser() });
     const outcome = await run(client, { query: 'subscription { ticks(from: 3) }' });
     expect(outcome.results).toHaveLength(4);
-    expect(await scriptCalls()).toEqual({ evalsha: 1 + 4, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: 1 + 4, eval: 0 });
   });
 });

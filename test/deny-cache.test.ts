@@ -8,19 +8,17 @@ import fc from 'fast-check';
 import { parse } from 'graphql';
 import type { OperationDefinitionNode } from 'graphql';
 import { makeExecutableSchema } from '@graphql-tools/schema';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { DenyCache, DENY_CACHE_MAX_ENTRIES } from '../src/core/deny-cache.js';
 import { Limiter } from '../src/core/limiter.js';
 import { MemoryStore, Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs } from '../src/index.js';
 import type { Identity } from '../src/index.js';
-import { redisClient, uniquePrefix } from './support/clients.js';
+import { uniquePrefix } from './support/clients.js';
 import { RecordingStore, captureLogger } from './support/graphql.js';
 import type { ResponseBody } from './support/graphql.js';
 import { TRANSPORTS, serveLimited } from './support/limited-servers.js';
 import type { LimitedServer } from './support/limited-servers.js';
-import { startRedisServer } from './support/redis-server.js';
-import type { RedisServerProcess } from './support/redis-server.js';
+import { ownRedis } from './support/own-redis.js';
 
 const typeDefs = `${tokenBucketDirectiveTypeDefs}
 type Query {
@@ -40,36 +38,13 @@ const x = new TokenBucket('x', 10, new Rate(10, 2000));
 const y = new TokenBucket('y', 10, new Rate(1, 1000));
 const take = (n: number) => ({ query: `{ take(first: ${n}) { id } }` });
 
-let redisServer: RedisServerProcess;
-let redis: Redis;
-let admin: Redis;
+// A server of our own: INFO commandstats counts every client's calls.
+const own = ownRedis();
 const servers: LimitedServer[] = [];
-
-beforeAll(async () => {
-  // A server of our own: INFO commandstats counts every client's calls.
-  redisServer = await startRedisServer();
-  redis = redisClient(redisServer.url);
-  admin = redisClient(redisServer.url);
-  await Promise.all([redis.ping(), admin.ping()]);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  admin?.disconnect();
-  await redisServer?.stop();
-});
 
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.stop()));
 });
-
-/** EVALSHA + EVAL calls Redis has served: one per store call. */
-async function scriptCalls(): Promise<number> {
-  const info = await admin.info('commandstats');
-  let calls = 0;
-  for (const match of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) calls += Number(match[2]);
-  return calls;
-}
 
 let users = 0;
 const fresh = (): string => `deny-cache-${++users}`;
@@ -94,7 +69,7 @@ async function timed(server: LimitedServer, payload: unknown, user: string): Pro
 describe.each(TRANSPORTS)('the deny cache under %s, on Redis', (transport) => {
   async function serve(identify?: (user: string) => Identity, prefix = uniquePrefix('deny-cache')): Promise<LimitedServer> {
     const server = await serveLimited(transport, typeDefs, resolvers, {
-      store: new RedisStore(redis, { prefix }),
+      store: new RedisStore(own.client, { prefix }),
       buckets: [x, y],
       ...(identify ? { identify } : {}),
     });
@@ -115,7 +90,7 @@ describe.each(TRANSPORTS)('the deny cache under %s, on Redis', (transport) => {
     const first = await timed(server, take(6), user);
     expect(first.status).toBe(429);
 
-    const calls = await scriptCalls();
+    const calls = await own.roundTrips();
     let previous = first.retryAfterMs as number;
     const cached: Timed[] = [];
     // Well inside the wait: a slow run only shortens the loop.
@@ -139,27 +114,27 @@ describe.each(TRANSPORTS)('the deny cache under %s, on Redis', (transport) => {
       expect(more.sent + (more.retryAfterMs as number)).toBeLessThanOrEqual(fitsBy + 600 + 50);
     }
     expect(cached.length).toBeGreaterThan(5);
-    expect(await scriptCalls()).toBe(calls);
+    expect(await own.roundTrips()).toBe(calls);
 
     // A smaller cost might fit sooner: the store is asked (and both are still short).
     expect((await timed(server, take(5), user)).status).toBe(429);
     expect((await timed(server, take(3), user)).status).toBe(429);
-    expect(await scriptCalls()).toBe(calls + 2);
+    expect(await own.roundTrips()).toBe(calls + 2);
 
     // Waiting what the last answer said is enough.
     const last = await timed(server, take(6), user);
     expect(last.status).toBe(429);
-    expect(await scriptCalls()).toBe(calls + 2);
+    expect(await own.roundTrips()).toBe(calls + 2);
     await sleep(Math.max(0, last.received + (last.retryAfterMs as number) - performance.now()));
     const after = await timed(server, take(6), user);
     expect(after.status).toBe(200);
-    expect(await scriptCalls()).toBe(calls + 3);
+    expect(await own.roundTrips()).toBe(calls + 3);
   });
 
   it('denies an operation whose enforced bucket it remembers, taking nothing from the others, and names the longest wait', async () => {
     const prefix = uniquePrefix('deny-cache-multi');
     const server = await serve(undefined, prefix);
-    const store = new RedisStore(redis, { prefix });
+    const store = new RedisStore(own.client, { prefix });
     const user = fresh();
     expect((await server.post({ query: '{ take(first: 10) { id } other(first: 10) { id } }' }, user)).status).toBe(200);
     // x: 6 tokens 1.2 s away, y: 5 tokens 5 s away.
@@ -167,23 +142,23 @@ describe.each(TRANSPORTS)('the deny cache under %s, on Redis', (transport) => {
     expect(both.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'y', cost: 5 });
     expect(both.retryAfterMs).toBeGreaterThan(4900);
 
-    const calls = await scriptCalls();
+    const calls = await own.roundTrips();
     const again = await timed(server, { query: '{ take(first: 6) { id } other(first: 5) { id } }' }, user);
     expect(again.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'y', cost: 5 });
     expect(again.retryAfterMs).toBeLessThanOrEqual(both.retryAfterMs as number);
     expect(again.received + (again.retryAfterMs as number)).toBeGreaterThanOrEqual(both.sent + (both.retryAfterMs as number) - 1);
     const onlyX = await timed(server, take(7), user);
     expect(onlyX.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'x', cost: 7 });
-    expect(await scriptCalls()).toBe(calls);
+    expect(await own.roundTrips()).toBe(calls);
 
     // Another identity's y is untouched by the cached denial of this one's x.
     const other = fresh();
     expect((await server.post(take(10), other)).status).toBe(200);
     expect((await server.post(take(6), other)).status).toBe(429);
-    const calls2 = await scriptCalls();
+    const calls2 = await own.roundTrips();
     const denied = await server.post({ query: '{ take(first: 6) { id } other(first: 3) { id } }' }, other);
     expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'x', cost: 6 });
-    expect(await scriptCalls()).toBe(calls2);
+    expect(await own.roundTrips()).toBe(calls2);
     const yLeft = await store.acquire(y, other, 0);
     expect(yLeft).toEqual({ allowed: true, remaining: 10 });
   });
@@ -195,12 +170,12 @@ describe.each(TRANSPORTS)('the deny cache under %s, on Redis', (transport) => {
     const user = fresh();
     expect((await server.post(take(10), user)).status).toBe(200);
     expect((await server.post(take(6), user)).status).toBe(429);
-    const calls = await scriptCalls();
+    const calls = await own.roundTrips();
     expect((await server.post(take(6), user)).status).toBe(429);
-    expect(await scriptCalls()).toBe(calls);
+    expect(await own.roundTrips()).toBe(calls);
     plan = 'pro';
     await server.post(take(6), user);
-    expect(await scriptCalls()).toBe(calls + 1);
+    expect(await own.roundTrips()).toBe(calls + 1);
   });
 });
 

@@ -8,22 +8,20 @@ import { metrics } from '@opentelemetry/api';
 import fc from 'fast-check';
 import { parse } from 'graphql';
 import type { OperationDefinitionNode } from 'graphql';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { Limiter } from '../src/core/limiter.js';
 import { useTokenBucket } from '../src/envelop/index.js';
 import { tokenBucketSubscriptions } from '../src/graphql-ws/index.js';
 import { MemoryStore, Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
 import type { BucketKey, BucketStore } from '../src/index.js';
 import { disposeClients, run, serveApolloWithSockets, socketClient } from './support/adapters.js';
-import { redisClient, uniquePrefix } from './support/clients.js';
+import { uniquePrefix } from './support/clients.js';
 import { captureLogger } from './support/graphql.js';
 import type { ResponseBody } from './support/graphql.js';
 import { TRANSPORTS, serveLimited } from './support/limited-servers.js';
 import type { HeaderLimiterOptions, LimitedServer } from './support/limited-servers.js';
 import { MetricsProbe } from './support/metrics.js';
-import { startRedisServer } from './support/redis-server.js';
-import type { RedisServerProcess } from './support/redis-server.js';
+import { ownRedis } from './support/own-redis.js';
 
 const typeDefs = `${tokenBucketDirectiveTypeDefs}
 type Query {
@@ -58,37 +56,15 @@ const y = new TokenBucket('y', 10, Rate.perHour(10));
 const take = (n: number) => ({ query: `{ take(first: ${n}) { id } }` });
 const both = (nx: number, ny: number) => ({ query: `{ take(first: ${nx}) { id } other(first: ${ny}) { id } }` });
 
-let redisServer: RedisServerProcess;
-let redis: Redis;
-let admin: Redis;
+// A server of our own: INFO commandstats counts every client's calls.
+const own = ownRedis();
 const servers: LimitedServer[] = [];
-
-beforeAll(async () => {
-  // A server of our own: INFO commandstats counts every client's calls.
-  redisServer = await startRedisServer();
-  redis = redisClient(redisServer.url);
-  admin = redisClient(redisServer.url);
-  await Promise.all([redis.ping(), admin.ping()]);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  admin?.disconnect();
-  await redisServer?.stop();
-});
 
 afterEach(async () => {
   await disposeClients();
   await Promise.all(servers.splice(0).map((s) => s.stop()));
   metrics.disable();
 });
-
-async function scriptCalls(): Promise<number> {
-  const info = await admin.info('commandstats');
-  let calls = 0;
-  for (const match of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) calls += Number(match[2]);
-  return calls;
-}
 
 let users = 0;
 const fresh = (): string => `measure-${++users}`;
@@ -105,7 +81,7 @@ interface Served {
 
 describe.each(TRANSPORTS)('measure mode under %s, on Redis', (transport) => {
   async function serve(options: Partial<HeaderLimiterOptions>): Promise<Served> {
-    const store = new RedisStore(redis, { prefix: uniquePrefix('measure') });
+    const store = new RedisStore(own.client, { prefix: uniquePrefix('measure') });
     const server = await serveLimited(transport, typeDefs, resolvers, { store, buckets: [x, y], reportCost: true, ...options });
     servers.push(server);
     // Loads the script once, so every later call is one EVALSHA.
@@ -121,7 +97,7 @@ describe.each(TRANSPORTS)('measure mode under %s, on Redis', (transport) => {
   it('runs an operation only a measured bucket would deny, warns, reports wouldDeny, and leaves the bucket as enforcement would', async () => {
     const { server, left } = await serve({ measure: ['x'] });
     const user = fresh();
-    const calls = await scriptCalls();
+    const calls = await own.roundTrips();
     const first = await server.post(take(6), user);
     expect(first.status).toBe(200);
     expect(rateLimit(first.body)).toEqual({ x: { cost: 6, remaining: 4, capacity: 10 } });
@@ -137,7 +113,7 @@ describe.each(TRANSPORTS)('measure mode under %s, on Redis', (transport) => {
     expect(wouldDenyWarnings(server)).toEqual([
       expect.stringMatching(new RegExp(`^graphql-token-bucket: would deny bucket "x" to identity "${user}": the operation costs 6 tokens \\(retry after (71[0-9]|720)\\.?[0-9]* s\\); measured, so it runs$`)),
     ]);
-    expect(await scriptCalls()).toBe(calls + 2);
+    expect(await own.roundTrips()).toBe(calls + 2);
     // Enforced, the second would have taken nothing: 4 left.
     expect(await left(x, user)).toBe(4);
   });
@@ -145,7 +121,7 @@ describe.each(TRANSPORTS)('measure mode under %s, on Redis', (transport) => {
   it('charges an enforced bucket beside a measured one exactly as if the measured one did not exist, in one store call each', async () => {
     const { server, left } = await serve({ measure: ['x'] });
     const user = fresh();
-    const calls = await scriptCalls();
+    const calls = await own.roundTrips();
     expect((await server.post(both(8, 2), user)).status).toBe(200);
     // x would deny 8 more; y decides alone and admits its 3.
     const measuredShort = await server.post(both(8, 3), user);
@@ -164,7 +140,7 @@ describe.each(TRANSPORTS)('measure mode under %s, on Redis', (transport) => {
       y: { cost: 5, remaining: 0, capacity: 10 },
     });
     // One store call per operation.
-    expect(await scriptCalls()).toBe(calls + 4);
+    expect(await own.roundTrips()).toBe(calls + 4);
     expect(await left(x, user)).toBe(0);
     expect(await left(y, user)).toBe(0);
   });
@@ -173,15 +149,15 @@ describe.each(TRANSPORTS)('measure mode under %s, on Redis', (transport) => {
     const { server } = await serve({ measure: true });
     const user = fresh();
     expect((await server.post(take(10), user)).status).toBe(200);
-    const calls = await scriptCalls();
+    const calls = await own.roundTrips();
     for (let i = 0; i < 5; i++) expect(rateLimit((await server.post(take(3), user)).body)).toMatchObject({ x: { wouldDeny: true } });
-    expect(await scriptCalls()).toBe(calls + 5);
+    expect(await own.roundTrips()).toBe(calls + 5);
   });
 
   it('with measure: true, runs an operation above a capacity, reporting it would never fit', async () => {
     const { server, left } = await serve({ measure: true });
     const user = fresh();
-    const calls = await scriptCalls();
+    const calls = await own.roundTrips();
     const huge = await server.post(both(11, 2), user);
     expect(huge.status).toBe(200);
     expect(rateLimit(huge.body)).toEqual({
@@ -191,7 +167,7 @@ describe.each(TRANSPORTS)('measure mode under %s, on Redis', (transport) => {
     expect(wouldDenyWarnings(server)).toEqual([
       `graphql-token-bucket: would deny bucket "x" to identity "${user}": the operation costs 11 tokens (more than its capacity of 10: never); measured, so it runs`,
     ]);
-    expect(await scriptCalls()).toBe(calls + 1);
+    expect(await own.roundTrips()).toBe(calls + 1);
     // Enforced, the operation would have been refused whole: neither bucket is charged.
     expect(await left(x, user)).toBe(10);
     expect(await left(y, user)).toBe(10);

@@ -2,14 +2,12 @@
 // single Redis)": counted by the Redis server itself, on a server of our own.
 import { ApolloServer } from '@apollo/server';
 import type { BaseContext } from '@apollo/server';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
 import type { TokenBucketPluginOptions } from '../src/index.js';
-import { redisClient, uniquePrefix } from './support/clients.js';
+import { uniquePrefix } from './support/clients.js';
 import { captureLogger, errorCodes, singleResult } from './support/graphql.js';
-import { startRedisServer } from './support/redis-server.js';
-import type { RedisServerProcess } from './support/redis-server.js';
+import { ownRedis } from './support/own-redis.js';
 
 interface Context extends BaseContext {
   user: string;
@@ -33,23 +31,12 @@ const buckets = [
 const THREE_BUCKETS = '{ a b list(first: 1) { n } }';
 const N = 12;
 
-let redisServer: RedisServerProcess;
-let redis: Redis;
-let admin: Redis;
+// A server of our own: INFO commandstats counts every client's calls.
+const own = ownRedis();
 const servers: ApolloServer<Context>[] = [];
-
-beforeAll(async () => {
-  redisServer = await startRedisServer();
-  redis = redisClient(redisServer.url);
-  admin = redisClient(redisServer.url);
-  await Promise.all([redis.ping(), admin.ping()]);
-});
 
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
-  redis?.disconnect();
-  admin?.disconnect();
-  await redisServer?.stop();
 });
 
 async function server(options: Partial<TokenBucketPluginOptions<Context>> = {}): Promise<ApolloServer<Context>> {
@@ -59,7 +46,7 @@ async function server(options: Partial<TokenBucketPluginOptions<Context>> = {}):
     logger: captureLogger(),
     plugins: [
       tokenBucketPlugin<Context>({
-        store: new RedisStore(redis, { prefix: uniquePrefix('plugin-calls') }),
+        store: new RedisStore(own.client, { prefix: uniquePrefix('plugin-calls') }),
         buckets,
         identify: ({ contextValue }) => contextValue.user,
         ...options,
@@ -76,29 +63,12 @@ async function run(apollo: ApolloServer<Context>, query: string, user = `user-${
   return singleResult(await apollo.executeOperation({ query }, { contextValue: { user, ip: '192.0.2.1' } }));
 }
 
-/** `calls` per command from INFO commandstats, e.g. { evalsha: 12 }. */
-async function commandCalls(): Promise<Record<string, number>> {
-  const info = await admin.info('commandstats');
-  const calls: Record<string, number> = {};
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
-  return calls;
-}
-
-/**
- * Script calls since the last reset. (Commands a script runs inside Redis are
- * counted too, so only EVALSHA and EVAL tell round trips apart.)
- */
-async function scriptCalls(): Promise<{ evalsha: number; eval: number }> {
-  const calls = await commandCalls();
-  return { evalsha: calls['evalsha'] ?? 0, eval: calls['eval'] ?? 0 };
-}
-
 describe('store calls per operation, counted by Redis', () => {
   beforeEach(async () => {
     // The first call after a start loads the script (EVALSHA, NOSCRIPT, EVAL); count the steady state.
     const warm = await server();
     expect((await run(warm, THREE_BUCKETS)).errors).toBeUndefined();
-    await admin.config('RESETSTAT');
+    await own.resetStats();
   });
 
   it(`makes exactly one script call for each of ${N} operations touching 3 buckets`, async () => {
@@ -107,13 +77,13 @@ describe('store calls per operation, counted by Redis', () => {
       const result = await run(apollo, THREE_BUCKETS, i % 2 === 0 ? 'same-user' : `user-${++users}`);
       expect(result.errors).toBeUndefined();
     }
-    expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: N, eval: 0 });
   });
 
   it('makes one script call even when the buckets of an operation are keyed by different identities', async () => {
     const apollo = await server({ identify: ({ contextValue }, bucket) => (bucket.name === 'c' ? contextValue.ip : contextValue.user) });
     for (let i = 0; i < N; i++) expect((await run(apollo, THREE_BUCKETS)).errors).toBeUndefined();
-    expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: N, eval: 0 });
   });
 
   it('with denyCache: false, makes one script call for a denied operation too', async () => {
@@ -123,7 +93,7 @@ describe('store calls per operation, counted by Redis', () => {
       const result = await run(apollo, '{ a b list(first: 12) { next { n } } }', 'heavy-user');
       expect(errorCodes(result)).toEqual(i < 4 ? [] : ['RATE_LIMITED']);
     }
-    expect(await scriptCalls()).toEqual({ evalsha: N, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: N, eval: 0 });
   });
 
   it('with the deny cache, makes no script call for a denial this replica already had from the store', async () => {
@@ -133,7 +103,7 @@ describe('store calls per operation, counted by Redis', () => {
       const result = await run(apollo, '{ a b list(first: 12) { next { n } } }', 'heavy-user');
       expect(errorCodes(result)).toEqual(i < 4 ? [] : ['RATE_LIMITED']);
     }
-    expect(await scriptCalls()).toEqual({ evalsha: 4 + 1, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: 4 + 1, eval: 0 });
   });
 
   it('makes no call for operations that touch no annotated field, or cost more than a capacity', async () => {
@@ -142,6 +112,6 @@ describe('store calls per operation, counted by Redis', () => {
     // c is charged 1000 x (Entry 1 + next 1) = 2000, more than its capacity of 100.
     const never = await run(apollo, '{ a list(first: 1000) { next { n } } }');
     expect(never.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'c', cost: 2000 });
-    expect(await scriptCalls()).toEqual({ evalsha: 0, eval: 0 });
+    expect(await own.scriptCalls()).toEqual({ evalsha: 0, eval: 0 });
   });
 });

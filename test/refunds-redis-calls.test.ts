@@ -4,14 +4,12 @@
 // commandstats), on a server of our own.
 import { ApolloServer } from '@apollo/server';
 import type { BaseContext } from '@apollo/server';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
-import { redisClient, uniquePrefix } from './support/clients.js';
+import { uniquePrefix } from './support/clients.js';
 import { captureLogger, serveHttp } from './support/graphql.js';
 import type { HttpEndpoint } from './support/graphql.js';
-import { startRedisServer } from './support/redis-server.js';
-import type { RedisServerProcess } from './support/redis-server.js';
+import { ownRedis } from './support/own-redis.js';
 
 interface Context extends BaseContext {
   user: string;
@@ -27,23 +25,19 @@ const buckets = [new TokenBucket('api', 100_000, Rate.perSecond(1000)), new Toke
 const STOCK = Array.from({ length: 5 }, (_, i) => ({ id: String(i), price: i }));
 const N = 12;
 
-let redisServer: RedisServerProcess;
-let redis: Redis;
-let admin: Redis;
+// A server of our own: INFO commandstats counts every client's calls.
+const own = ownRedis();
 let http: HttpEndpoint;
 let apollo: ApolloServer<Context>;
 
 beforeAll(async () => {
-  redisServer = await startRedisServer();
-  redis = redisClient(redisServer.url);
-  admin = redisClient(redisServer.url);
   apollo = new ApolloServer<Context>({
     typeDefs,
     resolvers: { Query: { items: (_: unknown, { first }: { first: number }) => STOCK.slice(0, first) } },
     logger: captureLogger(),
     plugins: [
       tokenBucketPlugin<Context>({
-        store: new RedisStore(redis, { prefix: uniquePrefix('refund-calls') }),
+        store: new RedisStore(own.client, { prefix: uniquePrefix('refund-calls') }),
         buckets,
         identify: ({ contextValue }) => contextValue.user,
         refundUnusedCost: true,
@@ -56,26 +50,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await apollo?.stop();
-  redis?.disconnect();
-  admin?.disconnect();
-  await redisServer?.stop();
 });
-
-/** Calls per command since the last reset, ours (INFO, CONFIG) left out; a script's own commands are counted too. */
-async function commandCalls(): Promise<Record<string, number>> {
-  const info = await admin.info('commandstats');
-  const calls: Record<string, number> = {};
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (!/^(info|config)\b/.test(match[1]!)) calls[match[1]!] = Number(match[2]);
-  }
-  return calls;
-}
-
-/** EVALSHA + EVAL calls since the last reset: the round trips. */
-async function scriptCalls(): Promise<number> {
-  const calls = await commandCalls();
-  return (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
-}
 
 let users = 0;
 const post = (query: string, headers: Record<string, string> = {}) => http.post({ query }, { 'x-user': `calls-${++users}`, ...headers });
@@ -85,7 +60,7 @@ describe('store calls with refundUnusedCost, counted by Redis', () => {
     // The first calls after a start load the scripts (EVALSHA, NOSCRIPT, EVAL); count the steady state.
     expect((await post('{ items(first: 10) { id price } }')).status).toBe(200);
     expect((await post('{ items(first: 1) { id } }', { 'GraphQL-Cost': 'validate' })).status).toBe(200);
-    await admin.config('RESETSTAT');
+    await own.resetStats();
   });
 
   it(`makes one script call for each of ${N} operations that used their whole estimate`, async () => {
@@ -94,19 +69,19 @@ describe('store calls with refundUnusedCost, counted by Redis', () => {
       expect(answer.status).toBe(200);
       expect(answer.headers.get('ratelimit')).toMatch(/^"api";r=\d+;t=\d+, "price";r=\d+;t=\d+$/);
     }
-    expect(await scriptCalls()).toBe(N);
+    expect(await own.roundTrips()).toBe(N);
   });
 
   it(`makes two for each of ${N} operations that had something to give back, whatever the buckets`, async () => {
     for (let i = 0; i < N; i++) expect((await post('{ items(first: 50) { id price } }')).status).toBe(200);
-    expect(await scriptCalls()).toBe(2 * N);
+    expect(await own.roundTrips()).toBe(2 * N);
   });
 
   it('answers GraphQL-Cost: validate with one script call that only reads', async () => {
     for (let i = 0; i < N; i++) expect((await post('{ items(first: 50) { id price } }', { 'GraphQL-Cost': 'validate' })).status).toBe(200);
-    expect(await scriptCalls()).toBe(N);
+    expect(await own.roundTrips()).toBe(N);
     // Inside the script: the clock and the buckets' values, nothing written.
-    const commands = Object.keys(await commandCalls()).sort();
+    const commands = Object.keys(await own.commandCalls()).sort();
     expect(commands.filter((name) => !['evalsha', 'eval', 'time', 'get', 'mget'].includes(name))).toEqual([]);
   });
 });
