@@ -104,9 +104,9 @@ export class DenyCache {
    */
   private readonly returns = new Map<string, number>();
   /**
-   * Pairs an admission left short of what it took, and no denial is
-   * remembered for: an operation denied for another bucket waits for these
-   * too. Bounded like `entries`.
+   * Pairs an admission left short of what it took: an operation denied for
+   * another bucket waits for these too (a remembered denial of the pair
+   * answers only costs at least its own). Bounded like `entries`.
    */
   private readonly drained = new Map<string, Drained>();
 
@@ -248,9 +248,10 @@ export class DenyCache {
       if (cost < entry.cost && sameDefinition(entry.bucket, bucket)) {
         const takenMs = (cost * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
         this.entries.set(id, { ...entry, deniedUntil: entry.deniedUntil + takenMs, fitsBy: entry.fitsBy + takenMs });
-        return;
+        // Still kept below when it left the pair short: the denial says nothing of costs below its own.
+      } else {
+        this.entries.delete(id);
       }
-      this.entries.delete(id);
     }
     if (left === undefined || !(left.remaining < cost)) return;
     // Tokens came back while it was on its way: what it left may be more now.
@@ -266,7 +267,8 @@ export class DenyCache {
 
   /**
    * For an operation denied already, the wait of a pair this process saw an
-   * admission leave short, and no denial is remembered for: at least the time
+   * admission leave short, for a cost its remembered denial (if any) does not
+   * answer: at least the time
    * `cost` takes to refill beyond what that admission left plus what has
    * refilled since (so never shorter than the store's, if nothing else takes
    * any), and the whole tokens the bucket holds at least. Undefined when
@@ -283,9 +285,14 @@ export class DenyCache {
       return undefined;
     }
     const tokensPerMs = (bucket.rate.tokens * 1000) / bucket.rate.periodUs;
-    const lacking = cost - level.remaining - (now - level.answeredAt) * tokensPerMs;
+    // A lower bound, as in `check`: the store's clock counts whole microseconds, and two large
+    // times subtract with float error. Whole tokens are added to whole tokens, so a level near
+    // 2^53 is not rounded up to the next one.
+    const slack = (0.001 + 4 * Number.EPSILON * Math.max(Math.abs(level.answeredAt), Math.abs(now))) * tokensPerMs;
+    const refilled = (now - level.answeredAt) * tokensPerMs - slack;
+    const lacking = cost - level.remaining - refilled;
     if (!(lacking > 0)) return undefined;
-    const remaining = Math.min(cost - 1, Math.max(0, Math.floor(cost - lacking)));
+    const remaining = Math.min(cost - 1, level.remaining + Math.max(0, Math.floor(refilled)));
     return { retryAfterMs: Math.ceil(lacking / tokensPerMs), remaining };
   }
 }
