@@ -62,6 +62,36 @@ describe.each(SERVERS)('the deny cache on %s', (kind) => {
   });
 });
 
+describe.each(SERVERS)('the deny cache on %s, after an admission of a smaller cost', (kind) => {
+  const typeDefsWithC = `${tokenBucketDirectiveTypeDefs}
+type Query {
+  a: Int @tokenBucket(name: "a", cost: 5)
+  c3: Int @tokenBucket(name: "c", cost: 3)
+  c10: Int @tokenBucket(name: "c", cost: 10)
+}
+`;
+  // "c" refills its 10 tokens in a second.
+  const c = new TokenBucket('c', 10, new Rate(10, 1000));
+  const resolversWithC = { Query: { a: () => 1, c3: () => 3, c10: () => 10 } };
+
+  it("waits for a bucket that admission left short of this operation's cost, though not of its own", async () => {
+    const server = await startHttpServer(kind, { typeDefs: typeDefsWithC, resolvers: resolversWithC, limits: { store: new MemoryStore(), buckets: [a, c] } });
+    running.push(server);
+    const ann = { 'x-user': 'ann' };
+    expect((await server.post({ query: '{ c3 }' }, ann)).status).toBe(200); // "c" holds 7: enough for 3, not for 10
+    expect((await server.post({ query: '{ a }' }, ann)).status).toBe(200);
+    expect((await server.post({ query: '{ a }' }, ann)).status).toBe(429); // "a" remembered (at most 200 ms)
+    const both = await server.post({ query: '{ a c10 }' }, ann);
+    expect(both.status).toBe(429);
+    // As the store would: "c" lacks 3 tokens, about 300 ms.
+    expect(both.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'c', cost: 10 });
+    const wait = both.body.errors?.[0]?.extensions?.['retryAfter'] as number;
+    expect(wait).toBeGreaterThan(0.2);
+    await sleep(Math.ceil(wait * 1000));
+    expect((await server.post({ query: '{ a c10 }' }, ann)).status).toBe(200);
+  });
+});
+
 describe('the deny cache, after an admission below a remembered denial', () => {
   // "c" remembers a denial of 10; an admission of 3 then drains it. An operation asking 3 of "c" and
   // denied for "a" waits for "c" too: the remembered denial of 10 says nothing of 3, the admission does.

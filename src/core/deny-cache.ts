@@ -104,9 +104,10 @@ export class DenyCache {
    */
   private readonly returns = new Map<string, number>();
   /**
-   * Pairs an admission left short of what it took: an operation denied for
-   * another bucket waits for these too (a remembered denial of the pair
-   * answers only costs at least its own). Bounded like `entries`.
+   * What the latest admission of a pair left in it, when it was not full: an
+   * operation denied for another bucket waits for these too, where they are
+   * short of its cost (a remembered denial of the pair answers only costs at
+   * least its own). Bounded like `entries`.
    */
   private readonly drained = new Map<string, Drained>();
 
@@ -233,11 +234,11 @@ export class DenyCache {
   /**
    * The store admitted `cost` of the pair. A remembered denial of no more than
    * that is stale; one of more is still short, and later by the tokens just taken.
-   * With `left`, an admission that left the pair short of `cost` is kept for
-   * `drainedWait`.
+   * With `left`, what the admission left (unless the bucket is full) is kept
+   * for `drainedWait`.
    */
   admitted(bucket: TokenBucket, key: BucketKey, cost: number, left?: AdmissionLeft): void {
-    if (this.entries.size > 0 || this.drained.size > 0 || (left !== undefined && left.remaining < cost)) this.admittedPair(pairId(bucket, key), bucket, cost, left);
+    if (this.entries.size > 0 || this.drained.size > 0 || (left !== undefined && left.remaining < bucket.capacity)) this.admittedPair(pairId(bucket, key), bucket, cost, left);
   }
 
   private admittedPair(id: string, bucket: TokenBucket, cost: number, left: AdmissionLeft | undefined): void {
@@ -253,7 +254,7 @@ export class DenyCache {
         this.entries.delete(id);
       }
     }
-    if (left === undefined || !(left.remaining < cost)) return;
+    if (left === undefined || !(left.remaining < bucket.capacity)) return;
     // Tokens came back while it was on its way: what it left may be more now.
     const returned = this.returns.get(id);
     if (returned !== undefined && returned >= left.sentAt) return;
@@ -266,9 +267,9 @@ export class DenyCache {
   }
 
   /**
-   * For an operation denied already, the wait of a pair this process saw an
-   * admission leave short, for a cost its remembered denial (if any) does not
-   * answer: at least the time
+   * For an operation denied already, the wait of a pair whose latest
+   * admission this limiter saw, for a cost its remembered denial (if any) does
+   * not answer: at least the time
    * `cost` takes to refill beyond what that admission left plus what has
    * refilled since (so never shorter than the store's, if nothing else takes
    * any), and the whole tokens the bucket holds at least. Undefined when
