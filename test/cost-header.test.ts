@@ -2,12 +2,14 @@
 // Server and GraphQL Yoga: `report` reports this response's cost, `validate`
 // prices and checks the operation without running a resolver or taking a
 // token, any other value is a 400, and `costHeader: false` ignores it.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryStore, Rate, TokenBucket, tokenBucketDirectiveTypeDefs } from '../src/index.js';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { MemoryStore, Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs } from '../src/index.js';
 import type { BucketStore, LimiterOptions } from '../src/index.js';
 import { SERVERS, startHttpServer, tokensLeft } from './support/http-servers.js';
 import type { RunningHttpServer, ServerKind } from './support/http-servers.js';
 import type { ResponseBody } from './support/graphql.js';
+import { redisClient, uniquePrefix } from './support/clients.js';
 
 const typeDefs = `${tokenBucketDirectiveTypeDefs}
 type Query {
@@ -16,7 +18,7 @@ type Query {
   many(first: Int!): [Thing!]!
   free: Int
 }
-type Thing { id: ID! @tokenBucket(name: "ping", cost: 1) }
+type Thing { id: ID! @tokenBucket(name: "ping", cost: 1) many(first: Int!): [Thing!]! }
 `;
 // Slow enough that nothing visible refills during a test.
 const ping = new TokenBucket('ping', 10, Rate.perHour(10));
@@ -38,6 +40,11 @@ beforeEach(() => {
 });
 afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.stop()));
+});
+
+const clients: Redis[] = [];
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit().catch(() => undefined)));
 });
 
 let users = 0;
@@ -96,6 +103,35 @@ describe.each(SERVERS)('the GraphQL-Cost header on %s', (kind: ServerKind) => {
     expect(never.body).toEqual({ extensions: { rateLimit: { ping: { cost: 20, remaining: 0, capacity: 10, retryAfter: null } } } });
     expect(resolved).toEqual({ ping: 0, pong: 0, many: 0, free: 0 });
     expect(await tokensLeft(store, pong, user)).toBe(5);
+  });
+
+  it.each([
+    ['MemoryStore', () => new MemoryStore()],
+    [
+      'RedisStore',
+      () => {
+        const client = redisClient(inject('redisUrl'));
+        clients.push(client);
+        return new RedisStore(client, { prefix: uniquePrefix('cost-header') });
+      },
+    ],
+  ])('validate: a cost past Number.MAX_SAFE_INTEGER is a bucket that never fits, not a store failure (%s)', async (_, makeStore) => {
+    const store: BucketStore = makeStore();
+    const { server, post } = await serve({ store });
+    const user = freshUser();
+    const query = '{ many(first: 2147483647) { many(first: 2147483647) { many(first: 2147483647) { id } } } }';
+    const answer = await post(query, user, 'validate');
+    expect(answer.status).toBe(200);
+    // 2147483647³ ≈ 9.9e27 ids at 1 token each: beyond 2^53, reported as the nearest double; never fits a capacity of 10.
+    expect(answer.body).toEqual({
+      extensions: { rateLimit: { ping: { cost: 2147483647 ** 3, remaining: 10, capacity: 10, retryAfter: null } } },
+    });
+    expect(server.logger.warnings).toEqual([]);
+    expect(resolved['many']).toBe(0);
+    // Without the header, the same operation is the 429 it always was.
+    const denied = await post(query, user);
+    expect(denied.status).toBe(429);
+    expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'ping' });
   });
 
   it('validate: a measured bucket that is short says it would deny, with no retryAfter', async () => {

@@ -66,18 +66,23 @@ export function dryRunReport(dry: Extract<DryRun, { kind: 'checked' }>): Record<
 }
 
 async function checkAll(store: BucketStore, charges: readonly Charge[]): Promise<Check> {
-  // Measured or not, every bucket is checked as if enforced; the report tells them apart.
-  const requests: AcquireRequest[] = charges.map(({ bucket, key, cost }) => ({ bucket, key, cost }));
+  // Measured or not, every bucket is checked as if enforced; the report tells them apart. A cost
+  // above the capacity never fits, however large (past 2^53 no store takes it): the store is
+  // asked only what the bucket holds, and the answer for that bucket is "never".
+  const requests: AcquireRequest[] = charges.map(({ bucket, key, cost }) => ({ bucket, key, cost: Math.min(cost, bucket.capacity) }));
   if (store.checkAll) {
     const answer = await store.checkAll(requests);
     const retryAfterMs: (number | null | undefined)[] = requests.map(() => undefined);
     for (const { index, retryAfterMs: wait } of answer.denied) retryAfterMs[index] = wait;
+    charges.forEach(({ bucket, cost }, i) => {
+      if (cost > bucket.capacity) retryAfterMs[i] = null;
+    });
     return { remaining: answer.remaining, retryAfterMs };
   }
   // A store without a check-only call: a cost-0 acquire reads a bucket and takes nothing.
   const remaining: number[] = [];
   const retryAfterMs: (number | null | undefined)[] = [];
-  for (const { bucket, key, cost } of requests) {
+  for (const { bucket, key, cost } of charges) {
     const answer = await store.acquire(bucket, key, 0);
     const left = answer.allowed ? answer.remaining : 0;
     remaining.push(left);
