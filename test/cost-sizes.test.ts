@@ -104,9 +104,63 @@ describe('a list field’s size', () => {
     expect(costOf('query ($n: Size) { bySize(first: $n) { id } }', { n: '7' })).toEqual({ api: 7 });
   });
 
+  it('reads a custom scalar the largest way a resolver may read it', () => {
+    // `Size` passes values through: a resolver doing Number(first), parseInt(first) or slice(0, first) reads 50000 in each.
+    expect(costOf('{ bySize(first: [50000]) { id } }')).toEqual({ api: 50000 }); // Number([50000]) = 50000 items × 1
+    expect(costOf('{ bySize(first: [[50000]]) { id } }')).toEqual({ api: 50000 }); // Number([[50000]]) = 50000
+    expect(costOf('{ bySize(first: ["5e4"]) { id } }')).toEqual({ api: 50000 }); // Number(["5e4"]) = 50000
+    expect(costOf('{ bySize(first: [50000, 1]) { id } }')).toEqual({ api: 50000 }); // parseInt("50000,1") = 50000
+    expect(costOf('{ bySize(first: ["a", "b", "c"]) { id } }')).toEqual({ api: 3 }); // no number in it: its length, 3
+    expect(costOf('{ bySize(first: " 50000 ") { id } }')).toEqual({ api: 50000 }); // Number trims whitespace
+    expect(costOf('{ bySize(first: "0x10") { id } }')).toEqual({ api: 16 }); // Number("0x10") = 16
+    expect(costOf('{ bySize(first: "0b101") { id } }')).toEqual({ api: 5 });
+    expect(costOf('{ bySize(first: "0o17") { id } }')).toEqual({ api: 15 });
+    expect(costOf('{ bySize(first: "3e3 rows") { id } }')).toEqual({ api: 3000 }); // parseFloat reads the leading 3e3
+    expect(costOf('{ bySize(first: "123n") { id } }')).toEqual({ api: 123 }); // a BigInt written out: parseInt reads 123
+    expect(costOf('{ bySize(first: 2.5) { id } }')).toEqual({ api: 3 }); // rounded up
+    expect(costOf('{ bySize(first: "-0") { id } }')).toEqual({ api: 0 }); // Number("-0") is -0: no items, never a negative cost
+    expect(costOf('{ bySize(first: -5) { id } }')).toEqual({ api: 10 }); // negative: the assumed size
+    expect(costOf('{ bySize(first: true) { id } }')).toEqual({ api: 10 }); // not a number: the assumed size
+    expect(costOf('{ bySize(first: { n: 50000 }) { id } }')).toEqual({ api: 10 }); // Number({…}) is NaN: the assumed size
+  });
+
+  it('reads a custom scalar variable of every JSON kind the same way', () => {
+    const query = 'query ($n: Size) { bySize(first: $n) { id } }';
+    expect(costOf(query, { n: [50000] })).toEqual({ api: 50000 });
+    expect(costOf(query, { n: [[50000]] })).toEqual({ api: 50000 });
+    expect(costOf(query, { n: ['5e4'] })).toEqual({ api: 50000 });
+    expect(costOf(query, { n: [[' 7 '], 1] })).toEqual({ api: 7 }); // the first element of the first element: 7 > length 2
+    expect(costOf(query, { n: '\t50000\n' })).toEqual({ api: 50000 });
+    expect(costOf(query, { n: '1e400' }).api).toBe(Number.MAX_VALUE); // Infinity saturates: more than any bucket holds
+    expect(costOf(query, { n: -0 })).toEqual({ api: 0 });
+    expect(costOf(query, { n: [] })).toEqual({ api: 0 }); // Number([]) = 0 and length 0
+    expect(costOf(query, { n: null })).toEqual({ api: 10 });
+    expect(costOf(query, { n: false })).toEqual({ api: 10 });
+    expect(costOf(query, { n: {} })).toEqual({ api: 10 });
+  });
+
+  it('never prices a custom scalar size below what a resolver reads from it', () => {
+    const readings = (v: unknown): number[] => {
+      const text = String(v as string);
+      const candidates = [Number(v), parseInt(text, 10), parseFloat(text), Array.isArray(v) ? v.length : 0, Array.from({ length: Number(v) || 0 }).length];
+      return candidates.filter((n) => Number.isFinite(n) && n >= 0);
+    };
+    const values: unknown[] = [
+      50000, '50000', ' 50000', '50000 ', '5e4', '0x1F', '0b11', '0o7', '1_000', '12.5', '+12', '.5', '7abc', '123n',
+      [50000], [[50000]], ['5e4'], [' 9 '], [3, 4], [['12'], 2], [[[40]]], [], [''], [null], [true], 2.0000001, 0, -0,
+    ];
+    for (const v of values) {
+      const cost = costOf('query ($n: Size) { bySize(first: $n) { id } }', { n: v }).api ?? 0;
+      for (const reading of readings(v)) expect(cost, JSON.stringify(v)).toBeGreaterThanOrEqual(Math.ceil(reading));
+    }
+  });
+
   it('counts a list given as a slicing argument by its elements', () => {
     expect(costOf('{ byIds(ids: ["a", "b", "c"]) { id } }')).toEqual({ api: 3 });
     expect(costOf('{ byIds(ids: []) { id } }')).toEqual({ api: 0 });
+    // A list of IDs is its elements, whatever they read as.
+    expect(costOf('{ byIds(ids: ["5000"]) { id } }')).toEqual({ api: 1 });
+    expect(costOf('query ($ids: [ID!]) { byIds(ids: $ids) { id } }', { ids: '5000' })).toEqual({ api: 1 }); // coerced to a list of one
     expect(costOf('query ($ids: [ID!]) { byIds(ids: $ids) { id } }', { ids: ['a', 'b', 'c', 'd', 'e'] })).toEqual({ api: 5 });
     expect(costOf('query ($ids: [ID!]) { byIds(ids: $ids) { id } }', { ids: null })).toEqual({ api: 10 });
   });

@@ -1,4 +1,4 @@
-import { Kind, valueFromAST } from 'graphql';
+import { Kind, getNullableType, isInputObjectType, isListType, valueFromAST } from 'graphql';
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
 import type { ArgumentPricer } from './argument-costs.js';
 import type { CompositeCost, FieldCost, SchemaCosts, SizedContext, SlicingArgument } from './schema-costs.js';
@@ -21,6 +21,7 @@ const NULL = Kind.NULL;
 const OBJECT = Kind.OBJECT;
 const LIST = Kind.LIST;
 const MAX_INT = 2147483647;
+const NO_PATH: readonly string[] = [];
 const MIN_INT = -2147483648;
 /** Frames the walk starts with: deeper operations grow it. */
 const INITIAL_DEPTH = 16;
@@ -465,15 +466,16 @@ class Walk {
   /** `sizeOf` the argument's value (its schema default when absent), from the coerced value and the raw one alike. */
   private slicingSize(node: FieldNode, slicing: SlicingArgument): number {
     const { argument, path } = slicing;
+    const list = isListTyped(slicing);
     const argNode = findArgument(node, argument.name);
-    if (argNode === undefined) return sizeOf(walkPath(argument.defaultValue, path));
+    if (argNode === undefined) return sizeOf(walkPath(argument.defaultValue, path), list);
     const { variables } = this.input;
     if (argNode.kind === VARIABLE) {
       const name = argNode.name.value;
       // A variable that did not coerce, or was not sent: the argument's default, if any.
       const coerced = hasOwn.call(variables, name) ? walkPath(variables[name], path) : walkPath(argument.defaultValue, path);
-      const raw = hasOwn.call(this.input.rawVariables, name) ? sizeOf(walkPath(this.input.rawVariables[name], path)) : Number.NaN;
-      return largerSize(sizeOf(coerced), raw);
+      const raw = hasOwn.call(this.input.rawVariables, name) ? sizeOf(walkPath(this.input.rawVariables[name], path), list) : Number.NaN;
+      return largerSize(sizeOf(coerced, list), raw);
     }
     if (slicing.literal !== null) {
       // What `valueFromAST` returns for the built-in scalars' literals,
@@ -482,7 +484,7 @@ class Walk {
       if (slicing.literal === 'Float' && (argNode.kind === INT || argNode.kind === FLOAT)) return sizeOf(parseFloat(argNode.value));
       if (slicing.literal === 'Int' && argNode.kind === INT) {
         const num = parseIntLiteral(argNode.value);
-        return num > MAX_INT || num < MIN_INT || num < 0 ? -1 : num;
+        return num > MAX_INT || num < MIN_INT || num < 0 ? -1 : num + 0; // -0 reads as 0
       }
       return -1;
     }
@@ -492,26 +494,41 @@ class Walk {
     } catch {
       // A custom scalar's parseLiteral that throws: the operation fails validation anyway.
     }
-    return largerSize(sizeOf(walkPath(coerced, path)), this.literalSize(argNode, path));
+    return largerSize(sizeOf(walkPath(coerced, path), list), this.literalSize(argNode, path, list));
   }
 
-  /** The size a literal states as written (a custom scalar may not parse it to a number). */
-  private literalSize(node: ValueNode, path: readonly string[]): number {
+  /** The size a literal states as written (a custom scalar may not parse it to a number), read as `sizeOf` reads values. */
+  private literalSize(node: ValueNode, path: readonly string[], list: boolean): number {
     let current: ValueNode | undefined = node;
     for (const key of path) {
       if (current?.kind !== OBJECT) return Number.NaN;
       current = current.fields.find((f) => f.name.value === key)?.value;
     }
     if (current === undefined) return Number.NaN;
+    if (current.kind === VARIABLE) {
+      const name = current.name.value;
+      return hasOwn.call(this.input.rawVariables, name) ? sizeOf(this.input.rawVariables[name], list) : Number.NaN;
+    }
+    if (list) return current.kind === LIST ? current.values.length : current.kind === NULL ? -1 : 1;
     switch (current.kind) {
       case INT:
       case FLOAT:
       case STRING:
         return sizeOf(current.value);
-      case LIST:
-        return current.values.length;
-      case VARIABLE:
-        return hasOwn.call(this.input.rawVariables, current.name.value) ? sizeOf(this.input.rawVariables[current.name.value]) : Number.NaN;
+      case LIST: {
+        // Its length, or what its first element reads as when larger (nested lists too).
+        let size: number = current.values.length;
+        let first: ValueNode | undefined = current.values[0];
+        while (first?.kind === LIST) {
+          if (first.values.length > size) size = first.values.length;
+          first = first.values[0];
+        }
+        if (first !== undefined) {
+          const reading = this.literalSize(first, NO_PATH, false);
+          if (reading > size) size = reading;
+        }
+        return size;
+      }
       default:
         return Number.NaN;
     }
@@ -685,6 +702,23 @@ function findArgument(node: FieldNode, name: string): ValueNode | undefined {
     if (arg.name.value === name) return arg.value;
   }
   return undefined;
+}
+
+const listTyped = new WeakMap<SlicingArgument, boolean>();
+
+/** Whether the slicing argument's value at its path is a GraphQL list (counted by its elements) rather than a scalar. */
+function isListTyped(slicing: SlicingArgument): boolean {
+  let known = listTyped.get(slicing);
+  if (known === undefined) {
+    let type = getNullableType(slicing.argument.type);
+    for (const key of slicing.path) {
+      const field = isInputObjectType(type) ? type.getFields()[key] : undefined;
+      if (field === undefined) break;
+      type = getNullableType(field.type);
+    }
+    listTyped.set(slicing, (known = isListType(type)));
+  }
+  return known;
 }
 
 /** `value.a.b` for a path `["a", "b"]`; undefined where the path leaves the objects. */

@@ -1,17 +1,28 @@
 /**
- * What a size argument's value says about a list's size:
+ * What a size argument's value says about a list's size: the largest
+ * reading a resolver may make of it (`Number(v)`, `parseInt`, `parseFloat`,
+ * `slice(0, v)`, `Array.from({ length: v })`, `Math.min(v, …)`):
  *
  * - `NaN`: nothing (the argument is absent);
  * - `-1`: a value no resolver can be trusted to honour as a size (null,
- *   negative, not a number): it counts as the assumed size;
+ *   negative, a boolean, not a number): it counts as the assumed size;
  * - else the size, a whole number: a fraction counts rounded up, anything
- *   past `Number.MAX_VALUE` as `Number.MAX_VALUE`.
+ *   past `Number.MAX_VALUE` (Infinity included) as `Number.MAX_VALUE`.
  *
- * BigInts, numeric strings and values that convert to a number (a custom
- * scalar's `Decimal`, say) count by their value, and a list by its number
- * of elements: whatever a resolver could read as a count is read as one.
+ * A BigInt or a number counts by its value; a string by the larger of what
+ * `Number` reads in it (surrounding whitespace, exponents, hexadecimal,
+ * binary and octal notations) and the number it starts with (`parseFloat`:
+ * `"50000 rows"` is 50000); an object by what its `valueOf` says (a custom
+ * scalar's `Decimal`); a list by the larger of its length and what its
+ * first element reads as, nested lists included (`Number([50000])` and
+ * `parseInt([50000, 1])` both read 50000).
+ *
+ * With `list`, the argument is a GraphQL list (`ids: [ID!]`): its size is
+ * its number of elements, as Apollo Router counts it (a single value
+ * coerces to a list of one).
  */
-export function sizeOf(value: unknown): number {
+export function sizeOf(value: unknown, list = false): number {
+  if (list) return value === undefined ? Number.NaN : value === null ? -1 : Array.isArray(value) ? value.length : 1;
   switch (typeof value) {
     case 'number':
       return numberSize(value);
@@ -23,7 +34,7 @@ export function sizeOf(value: unknown): number {
       return stringSize(value);
     case 'object':
       if (value === null) return -1;
-      if (Array.isArray(value)) return value.length;
+      if (Array.isArray(value)) return listSize(value);
       return objectSize(value);
     default:
       return -1;
@@ -40,7 +51,28 @@ export function largerSize(a: number, b: number): number {
 function numberSize(value: number): number {
   if (Number.isNaN(value) || value < 0) return -1;
   if (value > Number.MAX_VALUE) return Number.MAX_VALUE;
-  return Math.ceil(value);
+  return Math.ceil(value) + 0; // -0 reads as 0
+}
+
+/**
+ * Its length, or what its first element reads as when larger: `String(list)`
+ * starts with the first element's text, so `parseInt`/`parseFloat` read it,
+ * and `Number` reads a one-element list as its element. Lists nest without
+ * recursion: only the first element of each level is read.
+ */
+function listSize(list: readonly unknown[]): number {
+  let size = list.length;
+  let first: unknown = list[0];
+  while (Array.isArray(first)) {
+    const inner = first as readonly unknown[];
+    if (inner.length > size) size = inner.length;
+    first = inner[0];
+  }
+  if (first !== undefined) {
+    const reading = sizeOf(first);
+    if (reading > size) size = reading;
+  }
+  return size;
 }
 
 /** `Number("0x10")` reads hexadecimal and exponents, `parseFloat("50000 rows")` a leading number: whichever is larger. */
