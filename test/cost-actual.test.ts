@@ -102,7 +102,7 @@ describe('actualCostOf', () => {
 
   it("charges a field selected twice under one response key once, as it ran once", () => {
     const query = '{ items(first: 5) { id } items(first: 5) { price } }';
-    expect(costOf(query)).toEqual({ api: 10, price: 5 }); // each selection: 5 × 1
+    expect(costOf(query)).toEqual({ api: 5, price: 5 }); // merged: items(first: 5) { id price }, 5 × 1 each
     expect(actualCostOf(query, { items: items(3, { id: '1', price: 1 }) })).toEqual({ api: 3, price: 3 });
   });
 

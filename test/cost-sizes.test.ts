@@ -197,8 +197,8 @@ describe('@listSize(sizedFields:)', () => {
   });
 
   it('finds sized fields through fragments', () => {
-    // 1 + E twice: 2 × (2 × (1 + 0))
-    expect(costOf('{ conn(first: 2) { ...E ...E } } fragment E on Conn { edges { cursor } }')).toEqual({ api: 5 });
+    // 1 + E once (spread twice, collected once): 2 × (1 + 0)
+    expect(costOf('{ conn(first: 2) { ...E ...E } } fragment E on Conn { edges { cursor } }')).toEqual({ api: 3 });
     expect(costOf('{ conn(first: 2) { ... on Conn { edges { cursor } } } }')).toEqual({ api: 3 });
   });
 

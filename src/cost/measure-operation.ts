@@ -2,15 +2,15 @@ import { Kind, getNullableType, isInputObjectType, isListType, valueFromAST } fr
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
 import type { ArgumentPricer } from './argument-costs.js';
 import type { CompositeCost, FieldCost, SchemaCosts, SizedContext, SlicingArgument } from './schema-costs.js';
+import { FieldCollector } from './collect-fields.js';
+import type { Exclusion, Group, Plan, SpreadItem } from './collect-fields.js';
 import { childContext } from './sized-contexts.js';
 import { largerSize, sizeOf } from './sizes.js';
-import { included } from './selections.js';
 import type { SizeTerms } from './size-terms.js';
 import { addTerms, envelope, scaleTerms, substituteAll, substituteNearest } from './size-terms.js';
 
 const hasOwn = Object.prototype.hasOwnProperty;
 // `Kind` read once: run through tsx, each `Kind.X` was a getter call into graphql's CommonJS build.
-const FIELD = Kind.FIELD;
 const INLINE_FRAGMENT = Kind.INLINE_FRAGMENT;
 const FRAGMENT_SPREAD = Kind.FRAGMENT_SPREAD;
 const VARIABLE = Kind.VARIABLE;
@@ -46,10 +46,11 @@ const POSSIBLE_TYPE = 3;
  * however deep an operation nests, the call stack stays flat.
  */
 
-/** One memoized evaluation of a selection set on a type; a short list per (content, type), as most meet one context. */
+/** One memoized evaluation of a group on a type; a short list per (content, type), as most meet one context. */
 interface MemoEntry {
   readonly context: SizedContext | null;
-  readonly size: number;
+  /** The response keys taken out of a fragment (merged where it is spread), or ''. */
+  readonly excluded: string;
   /** Where the measure's vector was saved in `Walk.saved`. */
   readonly at: number;
   readonly terms: SizeTerms;
@@ -87,11 +88,12 @@ export interface OperationMeasure {
 }
 
 /**
- * Prices one operation against the compiled schema. Every (selection set,
- * type, sized context) is evaluated once, so fragments spread many times,
- * nested abstract types and one fragment under many differently sized
- * connections cost linear work; sums and products saturate at
- * `Number.MAX_VALUE` so huge operations stay finite and comparable.
+ * Prices one operation against the compiled schema, field by response key
+ * as graphql-js collects them (collect-fields.ts). Every (group, type,
+ * sized context) is evaluated once, so fragments spread many times, nested
+ * abstract types and one fragment under many differently sized connections
+ * cost linear work; sums and products saturate at `Number.MAX_VALUE` so
+ * huge operations stay finite and comparable.
  */
 export function measureOperation(input: MeasureInput, selectionSet: SelectionSetNode, root: CompositeCost): OperationMeasure {
   const walk = new Walk(input);
@@ -100,7 +102,7 @@ export function measureOperation(input: MeasureInput, selectionSet: SelectionSet
 }
 
 class Frame {
-  selectionSet: SelectionSetNode | null = null;
+  group: Group | null = null;
   type: CompositeCost | null = null;
   context: SizedContext | null = null;
   /**
@@ -109,25 +111,25 @@ class Frame {
    * its most expensive possible type exactly, at that size.
    */
   size = -1;
+  /** Response keys of a fragment merged where it is spread: skipped here. */
+  excluded: Exclusion | null = null;
   /** Selection sets below this one may be met again with the same type: memoize them. */
   shared = false;
   /** Save this frame's measure when it is done. */
   memoize = false;
-  /** The memo key: content number and type. */
+  /** The memo key: group number and type. */
   key = -1;
   terms: SizeTerms = null;
   /** An abstract type's next possible type to evaluate; -1 for an object type. */
   nextType = -1;
   /** An abstract type's possible types to evaluate: all of them, or one per class. */
   types: readonly CompositeCost[] = [];
-  /** The selection lists being read (the set's own, then inline fragments'), with a cursor each. */
-  readonly lists: (readonly SelectionNode[])[] = [];
-  readonly cursors: number[] = [];
-  top = -1;
+  /** An object type's plan, and the next item of it. */
+  plan: Plan | null = null;
+  next = 0;
   waiting = NOTHING;
   field: FieldNode | null = null;
   fieldCost: FieldCost | null = null;
-  fragment: string | null = null;
 }
 
 class Walk {
@@ -139,18 +141,19 @@ class Walk {
   private readonly frames: Frame[] = [];
   private depth = -1;
   private readonly costs: SchemaCosts;
+  private readonly collector: FieldCollector;
   /** Memoized vectors, `width` numbers each. */
   private saved: Float64Array | null = null;
   private savedLength = 0;
-  /** Only selection sets that can be met more than once are memoized (see `enter`), by content number and type. */
+  /** Only groups that can be met more than once are memoized (see `enter`), by group number and type. */
   private memo: Map<number, MemoEntry> | null = null;
+  /** The same for abstract types priced at a known size: by group number and type, then size. */
+  private sizedMemo: Map<number, Map<number, MemoEntry>> | null = null;
   private readonly typeCount: number;
-  /** Fragments being expanded on the current path: a cycle (invalid anyway) is cut, not followed. */
-  private readonly expanding = new Set<string>();
   /** `narrowerConditions` answers, by content number and type. */
   private conditions: Map<number, ReadonlySet<string> | null> | null = null;
-  /** `typesToPrice` answers where conditions narrow, by content number and type. */
-  private typeLists: Map<number, readonly CompositeCost[]> | null = null;
+  /** `typesToPrice` answers where conditions narrow, by type and the conditions named. */
+  private typeLists: Map<string, readonly CompositeCost[]> | null = null;
 
   constructor(private readonly input: MeasureInput) {
     this.costs = input.costs;
@@ -159,48 +162,51 @@ class Walk {
     this.touched = new Uint8Array(bucketCount);
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
     this.typeCount = input.costs.types.size;
+    this.collector = new FieldCollector(input.costs, input.fragments, input.variables, input.selectionSetIds);
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost): void {
     const shared = this.input.sharesSelectionSets;
-    this.enter(selectionSet, root, null, -1, shared, shared);
+    this.enter(this.collector.group([selectionSet]), root, null, -1, shared, shared, null);
     while (this.depth >= 0) this.step();
   }
 
   /**
-   * Starts measuring `selectionSet` on `type` into the slot above the
-   * current frame, or, when memoized, puts the saved measure there and
-   * hands it to the current frame at once.
+   * Starts measuring `group` on `type` into the slot above the current
+   * frame, or, when memoized, puts the saved measure there and hands it to
+   * the current frame at once.
    *
-   * `memoize` says the selection set may be met again with the same type
-   * and context: it is a fragment's, or lies below a fragment or an
-   * abstract type (each possible type evaluates it again). So is one whose
-   * content sits at several places (`a: node { id } b: node { id }`, each
-   * costing every possible type of an interface otherwise). Any other
-   * selection set belongs to one field of the operation and is met exactly
-   * once, so a memo entry for it would never be read.
+   * `memoize` says the group may be met again with the same type and
+   * context: it is a fragment's, or lies below a fragment or an abstract
+   * type (each possible type evaluates it again). So is one whose content
+   * sits at several places (`a: node { id } b: node { id }`, each costing
+   * every possible type of an interface otherwise). Any other group belongs
+   * to one field of the operation and is met exactly once, so a memo entry
+   * for it would never be read.
    */
   private enter(
-    selectionSet: SelectionSetNode,
+    group: Group,
     type: CompositeCost,
     context: SizedContext | null,
     size: number,
     shared: boolean,
     memoize: boolean,
+    excluded: Exclusion | null,
   ): void {
     const width = this.width;
     const depth = this.depth + 1;
     const at = depth * width;
     if (at + 2 * width > this.stack.length) this.grow(at + 2 * width);
-    const id = this.input.selectionSetIds.get(selectionSet);
-    // A selection set the numbering did not reach (only in a hand-built document holding itself) is never memoized.
-    const key = id === undefined ? -1 : id * this.typeCount + type.index;
-    if (key < 0) memoize = false;
-    // Content met again, unless at a size of its own: entries per size would make every lookup longer.
-    else if (this.input.repeated[id!] === 1 && size < 0) memoize = true;
+    const key = group.id * this.typeCount + type.index;
+    if (type.possibleTypes === null) size = -1;
+    const content = this.collector.contentIdOf(group);
+    // Content met again (a set of one content only: merged groups are rare).
+    if (content !== undefined && content >= 0 && this.input.repeated[content] === 1) memoize = true;
+    const excludedId = excluded === null ? '' : excluded.id;
     if (memoize) {
-      for (let entry = this.memo?.get(key); entry !== undefined; entry = entry.next) {
-        if (entry.context === context && entry.size === size) {
+      const first = size < 0 ? this.memo?.get(key) : this.sizedMemo?.get(key)?.get(size);
+      for (let entry = first; entry !== undefined; entry = entry.next) {
+        if (entry.context === context && entry.excluded === excludedId) {
           this.restore(entry.at, at);
           this.resume(entry.terms);
           return;
@@ -211,23 +217,23 @@ class Walk {
     for (let i = at; i < at + width; i++) stack[i] = 0;
     let frame = this.frames[depth];
     if (frame === undefined) this.frames[depth] = frame = new Frame();
-    frame.selectionSet = selectionSet;
+    frame.group = group;
     frame.type = type;
     frame.context = context;
-    frame.size = type.possibleTypes !== null ? size : -1;
+    frame.size = size;
+    frame.excluded = excluded;
     frame.shared = shared;
     frame.memoize = memoize;
     frame.key = key;
     frame.terms = null;
     frame.waiting = NOTHING;
+    frame.next = 0;
     if (type.possibleTypes !== null) {
       frame.nextType = 0;
-      frame.top = -1;
+      frame.plan = null;
     } else {
       frame.nextType = -1;
-      frame.top = 0;
-      frame.lists[0] = selectionSet.selections;
-      frame.cursors[0] = 0;
+      frame.plan = this.collector.plan(group, type);
     }
     this.depth = depth;
   }
@@ -238,89 +244,86 @@ class Walk {
     const possibleTypes = type.possibleTypes;
     if (possibleTypes !== null) {
       // An interface or union: each possible type is priced on its own; the
-      // most expensive one wins per component. The selection set is met
-      // once per possible type, so what lies below it is shared. The
-      // possible types' own measures are never looked up again (the entry
-      // for the abstract type replaces them), unless the document shares nodes.
-      // Of the types no narrower type condition names, one per class of
-      // types that price the abstract type's fields alike stands for all.
-      if (frame.nextType === 0) frame.types = this.typesToPrice(frame.selectionSet!, type);
+      // most expensive one wins per component. The group is met once per
+      // possible type, so what lies below it is shared. The possible types'
+      // own measures are never looked up again (the entry for the abstract
+      // type replaces them), unless the document shares nodes. Of the types
+      // no narrower type condition names, one per class of types that price
+      // the abstract type's fields alike stands for all.
+      if (frame.nextType === 0) frame.types = this.typesToPrice(frame.group!, type);
       const next = frame.types[frame.nextType];
       if (next !== undefined) {
         frame.nextType++;
         frame.waiting = POSSIBLE_TYPE;
-        this.enter(frame.selectionSet!, next, frame.context, -1, true, this.input.sharesSelectionSets);
+        this.enter(frame.group!, next, frame.context, -1, true, this.input.sharesSelectionSets, null);
         return;
       }
       this.finish(frame);
       return;
     }
 
-    const fields = type.fields!;
-    const variables = this.input.variables;
-    // The cursor in locals, written back before handing over to another frame.
-    let top = frame.top;
-    let list = frame.lists[top]!;
-    let cursor = frame.cursors[top]!;
-    for (;;) {
-      if (cursor >= list.length) {
-        if (--top < 0) break;
-        list = frame.lists[top]!;
-        cursor = frame.cursors[top]!;
-        continue;
-      }
-      const selection = list[cursor++]!;
-      if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
-      if (selection.kind === FIELD) {
-        const name = selection.name.value;
-        const field = fields.get(name) ?? this.costs.metaFields.get(name);
-        if (field === undefined) continue;
-        if (selection.selectionSet !== undefined && field.target !== null) {
-          frame.top = top;
-          frame.cursors[top] = cursor;
+    const items = frame.plan!.items;
+    const excluded = frame.excluded;
+    while (frame.next < items.length) {
+      const item = items[frame.next++]!;
+      if (!item.spread) {
+        if (excluded !== null && excluded.keys.has(item.key)) continue;
+        const field = item.field;
+        const node = item.nodes[0]!;
+        if (item.child !== null && field.target !== null) {
           frame.waiting = FIELD_SELECTION;
-          frame.field = selection;
+          frame.field = node;
           frame.fieldCost = field;
           const context = frame.context === null && field.sized === null ? null : childContext(frame.context, field);
-          const size = field.sized !== null && field.target.possibleTypes !== null ? this.listSize(selection, field) : -1;
-          this.enter(selection.selectionSet, field.target, context, size, frame.shared, frame.shared);
+          const size = field.sized !== null && field.target.possibleTypes !== null ? this.listSize(node, field) : -1;
+          this.enter(item.child, field.target, context, size, frame.shared, frame.shared, null);
           return;
         }
-        this.field(frame, selection, field, false, null);
-      } else if (selection.kind === INLINE_FRAGMENT) {
-        if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
-          frame.cursors[top] = cursor;
-          top++;
-          frame.lists[top] = list = selection.selectionSet.selections;
-          cursor = 0;
-        }
-      } else if (selection.kind === FRAGMENT_SPREAD) {
-        const name = selection.name.value;
-        const fragment = this.input.fragments.get(name);
-        if (fragment === undefined || this.expanding.has(name) || !applies(fragment.typeCondition.name.value, type)) continue;
-        frame.top = top;
-        frame.cursors[top] = cursor;
-        this.expanding.add(name);
+        this.field(frame, node, field, false, null);
+      } else {
         frame.waiting = SPREAD;
-        frame.fragment = name;
-        this.enter(fragment.selectionSet, type, frame.context, -1, true, true);
+        this.enter(item.plan.group, type, frame.context, -1, true, true, this.exclusion(item, excluded));
         return;
       }
     }
-    frame.top = -1;
     this.finish(frame);
+  }
+
+  /** What a spread leaves out: the keys merged where it is spread, and those merged further out that it holds. */
+  private exclusion(item: SpreadItem, outer: Exclusion | null): Exclusion | null {
+    const own = item.excluded;
+    if (outer === null) return own;
+    const keys = this.collector.keysOf(item.plan);
+    let out: string[] | null = null;
+    for (const key of outer.keys) {
+      if (keys.has(key) && own?.keys.has(key) !== true) (out ??= own === null ? [] : [...own.keys]).push(key);
+    }
+    if (out === null) return own;
+    out.sort();
+    return { keys: new Set(out), id: out.join('\u0000') };
   }
 
   private finish(frame: Frame): void {
     const at = this.depth * this.width;
     if (frame.memoize) {
-      const memo = (this.memo ??= new Map());
-      memo.set(frame.key, {
+      let memo: Map<number, MemoEntry>;
+      let slot: number;
+      if (frame.size < 0) {
+        memo = this.memo ??= new Map();
+        slot = frame.key;
+      } else {
+        const sized = (this.sizedMemo ??= new Map());
+        let bySize = sized.get(frame.key);
+        if (bySize === undefined) sized.set(frame.key, (bySize = new Map()));
+        memo = bySize;
+        slot = frame.size;
+      }
+      memo.set(slot, {
         context: frame.context,
-        size: frame.size,
+        excluded: frame.excluded === null ? '' : frame.excluded.id,
         at: this.save(at),
         terms: frame.terms,
-        next: memo.get(frame.key),
+        next: memo.get(slot),
       });
     }
     this.depth--;
@@ -345,7 +348,6 @@ class Walk {
         frame.terms = envelope(frame.terms, childTerms, width);
         break;
       case SPREAD:
-        this.expanding.delete(frame.fragment!);
         for (let i = 0; i < width; i++) {
           const value = stack[child + i] ?? 0;
           if (value !== 0) stack[at + i] = sat((stack[at + i] ?? 0) + value);
@@ -535,40 +537,49 @@ class Walk {
   }
 
   /**
-   * The possible types of the abstract `type` to price `selectionSet` on:
-   * every type a narrower type condition at its own level (through inline
-   * fragments and the fragments it spreads) applies to, and one type of
-   * each class (schema-costs.ts) for the rest, which price it alike. Kept
-   * per selection set and type, so every fragment is read once per type.
+   * The possible types of the abstract `type` to price `group` on: every
+   * type a narrower type condition at its own level (through inline
+   * fragments and the fragments it spreads) applies to, and one type of each
+   * class (schema-costs.ts) for the rest, which price it alike. Built from
+   * the conditions named, not from every possible type, and kept per set of
+   * conditions: a set naming one type of an interface of thousands costs two
+   * types' work.
    */
-  private typesToPrice(selectionSet: SelectionSetNode, type: CompositeCost): readonly CompositeCost[] {
+  private typesToPrice(group: Group, type: CompositeCost): readonly CompositeCost[] {
     const possibleTypes = type.possibleTypes!;
     if (type.representatives === possibleTypes) return possibleTypes;
-    const keyOf = (set: SelectionSetNode): number => {
-      const id = this.input.selectionSetIds.get(set);
-      return id === undefined ? -1 : id * this.typeCount + type.index;
-    };
-    const key = keyOf(selectionSet);
-    if (key < 0) return possibleTypes;
-    const known = this.conditions?.get(key);
-    const names = known === undefined ? this.narrowerConditions(selectionSet, type, keyOf) : known;
-    if (names === null) return possibleTypes;
-    if (names.size === 0) return type.representatives!;
-    let types = this.typeLists?.get(key);
+    let names: Set<string> | null = null;
+    for (const selectionSet of group.selectionSets) {
+      const own = this.narrowerConditions(selectionSet, type);
+      if (own === null) return possibleTypes;
+      if (own.size > 0) {
+        names ??= new Set();
+        for (const name of own) names.add(name);
+      }
+    }
+    if (names === null) return type.representatives!;
+    if (names.size > MAX_CONDITIONS) return possibleTypes;
+    const listKey = `${type.index}:${[...names].sort().join('\u0000')}`;
+    let types = this.typeLists?.get(listKey);
     if (types === undefined) {
-      const classes = type.classes!;
-      const priced = new Set<number>();
-      const list: CompositeCost[] = [];
-      possibleTypes.forEach((possible, i) => {
-        let named = names.has(possible.name);
-        if (!named) for (const name of names) if (possible.abstractTypes.has(name)) named = true;
-        if (named) list.push(possible);
-        else if (!priced.has(classes[i]!)) {
-          priced.add(classes[i]!);
-          list.push(possible);
+      const { byName, members } = possibleTypesOf(type);
+      const named = new Set<CompositeCost>();
+      for (const name of names) {
+        const possible = byName.get(name);
+        if (possible !== undefined) {
+          named.add(possible);
+          continue;
         }
-      });
-      (this.typeLists ??= new Map()).set(key, (types = list));
+        // A condition on another interface or union: the types of both.
+        const other = abstractNamed(this.costs, name);
+        for (const candidate of other?.possibleTypes ?? []) if (candidate.abstractTypes.has(type.name)) named.add(candidate);
+      }
+      const list = [...named];
+      for (const classMembers of members) {
+        const unnamed = classMembers.find((member) => !named.has(member));
+        if (unnamed !== undefined) list.push(unnamed);
+      }
+      (this.typeLists ??= new Map()).set(listKey, (types = list));
     }
     return types;
   }
@@ -579,11 +590,12 @@ class Walk {
    * (null: too many to be worth telling apart, or a fragment cycle). What a
    * narrower condition holds applies only to types it names already.
    */
-  private narrowerConditions(
-    selectionSet: SelectionSetNode,
-    type: CompositeCost,
-    keyOf: (set: SelectionSetNode) => number,
-  ): ReadonlySet<string> | null {
+  private narrowerConditions(selectionSet: SelectionSetNode, type: CompositeCost): ReadonlySet<string> | null {
+    const keyOf = (set: SelectionSetNode): number => {
+      const id = this.input.selectionSetIds.get(set);
+      return id === undefined ? -1 : id * this.typeCount + type.index;
+    };
+    if (keyOf(selectionSet) < 0) return null;
     const known = (this.conditions ??= new Map());
     // Selection sets whose answer waits on the fragments they spread, each with its own conditions and those fragments' sets.
     const pending: SelectionSetNode[] = [selectionSet];
@@ -688,11 +700,6 @@ function sat(value: number): number {
   return value > Number.MAX_VALUE ? Number.MAX_VALUE : value;
 }
 
-/** Whether a fragment on `typeCondition` applies to an object of `type`: the same type, or an interface or union it belongs to. */
-function applies(typeCondition: string, type: CompositeCost): boolean {
-  return typeCondition === type.name || type.abstractTypes.has(typeCondition);
-}
-
 /** The value node of the argument `name`, or undefined when the field does not pass it. */
 function findArgument(node: FieldNode, name: string): ValueNode | undefined {
   const args = node.arguments;
@@ -719,6 +726,36 @@ function isListTyped(slicing: SlicingArgument): boolean {
     listTyped.set(slicing, (known = isListType(type)));
   }
   return known;
+}
+
+const possibleTypeTables = new WeakMap<CompositeCost, { byName: ReadonlyMap<string, CompositeCost>; members: readonly (readonly CompositeCost[])[] }>();
+
+/** An abstract type's possible types by name, and the members of each of its classes: built once per schema. */
+function possibleTypesOf(type: CompositeCost): { byName: ReadonlyMap<string, CompositeCost>; members: readonly (readonly CompositeCost[])[] } {
+  let tables = possibleTypeTables.get(type);
+  if (tables === undefined) {
+    const byName = new Map<string, CompositeCost>();
+    const members: CompositeCost[][] = (type.representatives ?? []).map(() => []);
+    type.possibleTypes!.forEach((possible, i) => {
+      byName.set(possible.name, possible);
+      members[type.classes![i]!]?.push(possible);
+    });
+    possibleTypeTables.set(type, (tables = { byName, members }));
+  }
+  return tables;
+}
+
+const abstractByName = new WeakMap<SchemaCosts, ReadonlyMap<string, CompositeCost>>();
+
+/** The interface or union of that name, or undefined. */
+function abstractNamed(costs: SchemaCosts, name: string): CompositeCost | undefined {
+  let byName = abstractByName.get(costs);
+  if (byName === undefined) {
+    const map = new Map<string, CompositeCost>();
+    for (const composite of costs.types.values()) if (composite.possibleTypes !== null) map.set(composite.name, composite);
+    abstractByName.set(costs, (byName = map));
+  }
+  return byName.get(name);
 }
 
 /** `value.a.b` for a path `["a", "b"]`; undefined where the path leaves the objects. */

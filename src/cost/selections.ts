@@ -73,7 +73,7 @@ export function sat(value: number): number {
 export interface SelectionSetIds {
   /**
    * Equal for two selection sets that price alike everywhere: the same
-   * selections with the same arguments and directives (aliases aside), and
+   * selections with the same response keys, arguments and directives, and
    * the same below. Distinct for every other pair.
    */
   readonly ids: ReadonlyMap<SelectionSetNode, number>;
@@ -157,7 +157,8 @@ function contentKey(selectionSet: SelectionSetNode, ids: ReadonlyMap<SelectionSe
     if (selection.kind === Kind.FIELD) {
       const below = selection.selectionSet === undefined ? -1 : ids.get(selection.selectionSet);
       if (below === undefined) return null;
-      key += `F${selection.name.value}(${argumentsText(selection.arguments)})${directives}{${below}}`;
+      // The response key too: fields merge by it, so two sets differing only in aliases collect differently.
+      key += `F${selection.alias === undefined ? '' : `${selection.alias.value}:`}${selection.name.value}(${argumentsText(selection.arguments)})${directives}{${below}}`;
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
       const below = ids.get(selection.selectionSet);
       if (below === undefined) return null;

@@ -1,0 +1,138 @@
+// SPEC §2, "Merged fields": fields of one selection set sharing a response key
+// run once (graphql-js CollectFields), so they are priced once, with their
+// sub-selections merged, in the estimate, the actual cost and fixed costs.
+import { buildSchema, execute, getOperationAST, parse } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
+import { pricer } from './support/graphql.js';
+
+const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+  type Query @tokenBucket(name: "api") {
+    viewer: User
+    node(id: ID): Node
+    search(first: Int): [Result]
+    users(first: Int): [User] @tokenBucket(name: "users", cost: 2)
+  }
+  interface Node { id: ID }
+  type User implements Node {
+    id: ID
+    name: String
+    avatar: Image
+    friends(first: Int): [User]
+    posts(first: Int): [Post] @tokenBucket(name: "posts", cost: 1)
+  }
+  type Post implements Node { id: ID title: String comments(first: Int): [Post] }
+  type Image { url: String }
+  union Result = User | Post
+`);
+
+const { costOf, actualCostOf } = pricer(schema);
+
+/** What graphql-js returns for the operation, each list as long as its `first` (default 2), so the response walk sees real data. */
+function run(query: string, variables?: Record<string, unknown>): unknown {
+  const document = parse(query);
+  const list = (args: { first?: number }, make: (i: number) => unknown) => Array.from({ length: args.first ?? 2 }, (_, i) => make(i));
+  const user = (i: number): Record<string, unknown> => ({
+    __typename: 'User',
+    id: `u${i}`,
+    name: 'n',
+    avatar: { url: 'x' },
+    friends: (args: { first?: number }) => list(args, user),
+    posts: (args: { first?: number }) => list(args, post),
+  });
+  const post = (i: number): Record<string, unknown> => ({
+    __typename: 'Post',
+    id: `p${i}`,
+    title: 't',
+    comments: (args: { first?: number }) => list(args, post),
+  });
+  const root = {
+    viewer: user(0),
+    node: () => user(1),
+    search: (args: { first?: number }) => list(args, (i) => (i % 2 === 0 ? user(i) : post(i))),
+    users: (args: { first?: number }) => list(args, user),
+  };
+  const result = execute({ schema, document, rootValue: root, variableValues: variables, operationName: getOperationAST(document)?.name?.value });
+  if ('then' in result) throw new Error('resolvers are synchronous');
+  expect(result.errors).toBeUndefined();
+  return result.data;
+}
+
+describe('fields sharing a response key', () => {
+  it('are priced once when colocated fragments select the same list', () => {
+    const split =
+      '{ viewer { ...A ...B } } fragment A on User { friends(first: 50) { id avatar { url } } } fragment B on User { friends(first: 50) { name avatar { url } } }';
+    const merged = '{ viewer { friends(first: 50) { id name avatar { url } } } }';
+    // viewer 1 + friends 50 × (User 1 + avatar 1): 101, as the merged query; each copy priced was 201
+    expect(costOf(split)).toEqual({ api: 101 });
+    expect(costOf(merged)).toEqual({ api: 101 });
+    expect(actualCostOf(split, run(split))).toEqual({ api: 101 });
+  });
+
+  it('merge through inline fragments and fields written twice', () => {
+    // viewer 1 + friends 3 × (1 + avatar 1) = 7
+    expect(costOf('{ viewer { friends(first: 3) { id } ... on User { friends(first: 3) { avatar { url } } } } }')).toEqual({ api: 7 });
+    expect(costOf('{ viewer { friends(first: 3) { id } friends(first: 3) { avatar { url } } } }')).toEqual({ api: 7 });
+    // Nested: friends' friends merge too. 1 + 2 × (1 + friends 4 × (1 + avatar 1)) = 19
+    const nested = '{ viewer { friends(first: 2) { friends(first: 4) { id } } friends(first: 2) { friends(first: 4) { avatar { url } } } } }';
+    expect(costOf(nested)).toEqual({ api: 19 });
+    expect(actualCostOf(nested, run(nested))).toEqual({ api: 19 });
+  });
+
+  it('charge a fixed cost once per merged field', () => {
+    const query = '{ ...U users(first: 3) { name } } fragment U on Query { users(first: 3) { id } }';
+    // users: fixed 2, once; api: users 3 × (1 + 0) = 3
+    expect(costOf(query)).toEqual({ api: 3, users: 2 });
+    expect(actualCostOf(query, run(query))).toEqual({ api: 3, users: 2 });
+    // posts: 1 per time it runs, once for the one viewer, not twice; api: viewer 1 + posts 5 × 1
+    const posts = '{ viewer { posts(first: 5) { id } ... on User { posts(first: 5) { title } } } }';
+    expect(costOf(posts)).toEqual({ api: 6, posts: 1 });
+    expect(actualCostOf(posts, run(posts))).toEqual({ api: 6, posts: 1 });
+    // Inside a list: once per user, 3, not 6
+    const inList = '{ users(first: 3) { posts(first: 1) { id } posts(first: 1) { title } } }';
+    expect(costOf(inList)).toEqual({ api: 6, users: 2, posts: 3 }); // api: 3 × (1 + posts 1 × 1)
+    expect(actualCostOf(inList, run(inList))).toEqual({ api: 6, users: 2, posts: 3 });
+  });
+
+  it('do not merge under different aliases: each alias runs', () => {
+    const query = '{ viewer { a: friends(first: 5) { id } b: friends(first: 5) { id } } }';
+    expect(costOf(query)).toEqual({ api: 11 }); // 1 + 5 + 5
+    expect(actualCostOf(query, run(query))).toEqual({ api: 11 });
+    const fragments = '{ viewer { ...A ...B } } fragment A on User { a: friends(first: 5) { id } } fragment B on User { b: friends(first: 5) { id } }';
+    expect(costOf(fragments)).toEqual({ api: 11 });
+  });
+
+  it('leave out what @skip and @include leave out, and merge the rest', () => {
+    const query = 'query ($big: Boolean!) { viewer { friends(first: 4) { id } friends(first: 4) @include(if: $big) { avatar { url } } } }';
+    expect(costOf(query, { big: true })).toEqual({ api: 9 }); // 1 + 4 × (1 + 1)
+    expect(costOf(query, { big: false })).toEqual({ api: 5 }); // 1 + 4 × 1
+    expect(actualCostOf(query, run(query, { big: true }), { big: true })).toEqual({ api: 9 });
+  });
+
+  it('merge on an abstract type only for the runtime types both apply to', () => {
+    // On User, `... on User` and `... on Node` both apply: friends merges, 1 + 3 × (1 + avatar 1) = 7.
+    // On Post, only `... on Node` applies, and it names no friends: 1. The most expensive possible type: 7.
+    const query = '{ node { ... on User { friends(first: 3) { id } } ... on Node { ... on User { friends(first: 3) { avatar { url } } } } } }';
+    expect(costOf(query)).toEqual({ api: 7 });
+    // `x` is two fields on two types: for a User it is friends, for a Post comments; never both.
+    const exclusive = '{ search(first: 2) { ... on User { x: friends(first: 10) { id } } ... on Post { x: comments(first: 3) { id } } } }';
+    // search 2 × max(User 1 + 10, Post 1 + 3) = 22
+    expect(costOf(exclusive)).toEqual({ api: 22 });
+    // One User (1 + 10) and one Post (1 + 3): 15
+    expect(actualCostOf(exclusive, run(exclusive))).toEqual({ api: 15 });
+  });
+
+  it('price the first field’s arguments where types that never meet name the same key', () => {
+    // graphql-js allows `... on User { f: friends(first: 1) }` beside `... on User { f: friends(first: 1) }` only with equal arguments; sizes from each type's own field
+    const query = '{ search(first: 1) { ... on User { f: friends(first: 8) { id } } ... on User { f: friends(first: 8) { name } } } }';
+    expect(costOf(query)).toEqual({ api: 9 }); // 1 × (1 + 8 × 1)
+  });
+
+  it('price a fragment spread twice and the same fragment inside another once', () => {
+    const query =
+      '{ viewer { ...A ...B ...A } } fragment A on User { friends(first: 6) { id } } fragment B on User { ...A friends(first: 6) { name } avatar { url } }';
+    // viewer 1 + friends 6 × 1 + avatar 1 = 8
+    expect(costOf(query)).toEqual({ api: 8 });
+    expect(actualCostOf(query, run(query))).toEqual({ api: 8 });
+  });
+});
