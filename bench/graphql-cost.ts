@@ -315,16 +315,137 @@ function median(values: readonly number[]): number {
   return quantile(values, 0.5);
 }
 
+/*
+ * Pricing against graphql-js `validate` of the same document, on the shapes
+ * that made pricing cost more than the work it prices: every walk is to stay
+ * within a small constant of validation, whatever the number of possible
+ * types of an interface.
+ */
+
+/** An interface `Node` of `types` implementations, each with `f(x: Int)`; `conn` returns a sized interface. */
+function wideSchema(types: number): string {
+  const implementations = Array.from({ length: types }, (_, i) => `type T${i} implements Node { id: ID f(x: Int): Int }`).join('\n');
+  return `${tokenBucketDirectiveTypeDefs}
+directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
+type Query @tokenBucket(name: "api") {
+  node(id: ID): Node
+  conn(first: Int): Paged @listSize(slicingArguments: ["first"], sizedFields: ["ids"])
+}
+interface Node { id: ID }
+interface Paged { ids: [ID] }
+type PageA implements Paged { ids: [ID] extra: Int }
+type PageB implements Paged { ids: [ID] }
+${implementations}
+`;
+}
+
+export interface PricingCaseFigures {
+  name: string;
+  description: string;
+  validateMs: number[];
+  priceMs: number[];
+  /** Median price time ÷ median validate time. */
+  ratio: number;
+  target: number;
+  costs: Record<string, number>;
+}
+
+interface PricingCase {
+  name: string;
+  description: string;
+  schema: string;
+  source: string;
+  target: number;
+  /** Prices the operation: the estimate, or the response with the estimate taken first (untimed). */
+  price: (model: CostModel, document: DocumentNode, operation: OperationDefinitionNode) => Map<string, number>;
+  /** Work done before the timed call, such as the estimate a refund prices the response against. */
+  prepare?: (model: CostModel, document: DocumentNode, operation: OperationDefinitionNode) => void;
+}
+
+export function pricingCases(scale = 1): PricingCase[] {
+  const aliases = Math.round(2000 * scale);
+  const responseData = Object.fromEntries(Array.from({ length: aliases }, (_, i) => [`a${i}`, { id: String(i) }]));
+  const abstractAliases = Math.round(16000 * scale);
+  const namedAliases = Math.round(8000 * scale);
+  return [
+    {
+      name: 'response walk, aliases × 2,000 types',
+      description: `actualCostOf (refundUnusedCost) of ${aliases} aliases aI: node(id: "I") { id } on an interface of 2,000 types`,
+      schema: wideSchema(2000),
+      source: `{ ${Array.from({ length: aliases }, (_, i) => `a${i}: node(id: "${i}") { id }`).join(' ')} }`,
+      target: 5,
+      prepare: (model, document, operation) => void model.costOf(document, operation),
+      price: (model, document, operation) => model.actualCostOf(document, operation, undefined, responseData),
+    },
+    {
+      name: 'aliases × fragment × sizes, abstract',
+      description: `costOf of a fragment of ${abstractAliases} aliases aI: conn(first: I) { ids }, conn an interface sized by sizedFields`,
+      schema: wideSchema(4),
+      source: `{ ...F }\nfragment F on Query { ${Array.from({ length: abstractAliases }, (_, i) => `a${i}: conn(first: ${i}) { ids }`).join(' ')} }`,
+      target: TARGET_PRICE_TO_VALIDATE,
+      price: (model, document, operation) => model.costOf(document, operation),
+    },
+    {
+      name: 'one named type of 4,000',
+      description: `costOf of ${namedAliases} aliases aI: node { ... on T1 { f(x: I) } } on an interface of 4,000 types`,
+      schema: wideSchema(4000),
+      source: `{ ${Array.from({ length: namedAliases }, (_, i) => `a${i}: node { ... on T1 { f(x: ${i}) } }`).join(' ')} }`,
+      target: TARGET_PRICE_TO_VALIDATE,
+      price: (model, document, operation) => model.costOf(document, operation),
+    },
+  ];
+}
+
+export function runPricingBench({ runs = 5, scale = 1 } = {}): PricingCaseFigures[] {
+  return pricingCases(scale).map((c) => {
+    const schema = buildSchema(c.schema);
+    const validateMs: number[] = [];
+    const priceMs: number[] = [];
+    let costs = new Map<string, number>();
+    for (let run = 0; run <= runs; run++) {
+      // A fresh document and model each run: nothing cached from the run before.
+      const document = parse(c.source);
+      const operation = getOperationAST(document);
+      if (operation == null) throw new Error('no operation');
+      const model = new CostModel(schema);
+      let started = performance.now();
+      const errors = validate(schema, document);
+      const validated = performance.now() - started;
+      if (errors.length > 0) throw new Error(`${c.name} is invalid: ${errors[0]?.message ?? ''}`);
+      c.prepare?.(model, document, operation);
+      started = performance.now();
+      costs = c.price(model, document, operation);
+      const priced = performance.now() - started;
+      // The first run warms both up.
+      if (run > 0) {
+        validateMs.push(validated);
+        priceMs.push(priced);
+      }
+    }
+    return {
+      name: c.name,
+      description: c.description,
+      validateMs,
+      priceMs,
+      ratio: median(priceMs) / median(validateMs),
+      target: c.target,
+      costs: Object.fromEntries(costs),
+    };
+  });
+}
+
 /** Target of the 1,000-field operations, as in the GraphQL benchmark. */
 const TARGET_OPERATION_US = 1000;
 
 /** For `bench/run.ts`: the cost analysis on its own (`--only cost`); needs no Redis. */
 export const costBenchmark: Benchmark = {
   name: 'cost',
-  description: 'CostModel.costOf: ~1,000-field operations, and 2,000 aliases × a 2,000-field fragment against graphql-js validate',
+  description:
+    'CostModel.costOf: ~1,000-field operations; 2,000 aliases × a 2,000-field fragment, and pricing on interfaces of thousands of types, against graphql-js validate',
   async run(): Promise<BenchReport> {
     const operations = runCostAnalysisBench();
     const quadratic = runAliasesTimesFragmentBench();
+    const pricing = runPricingBench();
     const us = (value: number): string => (value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(1));
     const ms = (values: readonly number[]): string => values.map((v) => v.toFixed(1)).join(' ');
     const lines = [
@@ -342,6 +463,14 @@ export const costBenchmark: Benchmark = {
         quadratic.map((q) => [q.name, ms(q.validateMs), ms(q.priceMs), `${q.ratio.toFixed(2)}x`, String(q.costs['api'] ?? '')]),
       ),
       ...quadratic.map((q) => `  ${q.name}: ${q.description}`),
+      '',
+      'Pricing on wide interfaces: validate and the pricing call on the same freshly parsed document, interleaved, ms per run:',
+      '',
+      ...formatTable(
+        ['case', 'validate ms', 'price ms', 'price / validate (medians)', 'api'],
+        pricing.map((p) => [p.name, ms(p.validateMs), ms(p.priceMs), `${p.ratio.toFixed(2)}x`, String(p.costs['api'] ?? '')]),
+      ),
+      ...pricing.map((p) => `  ${p.name}: ${p.description}`),
     ];
     const targets: TargetCheck[] = [
       {
@@ -354,7 +483,12 @@ export const costBenchmark: Benchmark = {
         pass: q.ratio <= TARGET_PRICE_TO_VALIDATE,
         detail: `${q.ratio.toFixed(2)}x (${median(q.priceMs).toFixed(1)} ms vs ${median(q.validateMs).toFixed(1)} ms, medians of ${q.priceMs.length} runs)`,
       })),
+      ...pricing.map((p) => ({
+        label: `${p.name}: <= ${p.target}x graphql-js validate`,
+        pass: p.ratio <= p.target,
+        detail: `${p.ratio.toFixed(2)}x (${median(p.priceMs).toFixed(1)} ms vs ${median(p.validateMs).toFixed(1)} ms, medians of ${p.priceMs.length} runs)`,
+      })),
     ];
-    return { lines, targets, figures: { operations, aliasesTimesFragment: quadratic } };
+    return { lines, targets, figures: { operations, aliasesTimesFragment: quadratic, pricing } };
   },
 };

@@ -1,18 +1,17 @@
 import { Kind, getNullableType, isInputObjectType, isListType, valueFromAST } from 'graphql';
-import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
+import type { FieldNode, FragmentDefinitionNode, SelectionSetNode, ValueNode } from 'graphql';
 import type { ArgumentPricer } from './argument-costs.js';
 import type { CompositeCost, FieldCost, SchemaCosts, SizedContext, SlicingArgument } from './schema-costs.js';
 import { FieldCollector } from './collect-fields.js';
 import type { Exclusion, Group, Plan, SpreadItem } from './collect-fields.js';
 import { childContext } from './sized-contexts.js';
+import { NarrowerConditions, pricedTypes } from './selections.js';
 import { largerSize, sizeOf } from './sizes.js';
 import type { SizeTerms } from './size-terms.js';
 import { addTerms, envelope, scaleTerms, substituteAll, substituteNearest } from './size-terms.js';
 
 const hasOwn = Object.prototype.hasOwnProperty;
 // `Kind` read once: run through tsx, each `Kind.X` was a getter call into graphql's CommonJS build.
-const INLINE_FRAGMENT = Kind.INLINE_FRAGMENT;
-const FRAGMENT_SPREAD = Kind.FRAGMENT_SPREAD;
 const VARIABLE = Kind.VARIABLE;
 const INT = Kind.INT;
 const FLOAT = Kind.FLOAT;
@@ -25,8 +24,6 @@ const NO_PATH: readonly string[] = [];
 const MIN_INT = -2147483648;
 /** Frames the walk starts with: deeper operations grow it. */
 const INITIAL_DEPTH = 16;
-/** Narrower type conditions in one selection set past which every possible type is priced. */
-const MAX_CONDITIONS = 64;
 /** Memoized frames the store starts with, once one is needed. */
 const INITIAL_SAVED = 64;
 
@@ -150,8 +147,7 @@ class Walk {
   /** The same for abstract types priced at a known size: by group number and type, then size. */
   private sizedMemo: Map<number, Map<number, MemoEntry>> | null = null;
   private readonly typeCount: number;
-  /** `narrowerConditions` answers, by content number and type. */
-  private conditions: Map<number, ReadonlySet<string> | null> | null = null;
+  private readonly conditions: NarrowerConditions;
   /** `typesToPrice` answers where conditions narrow, by type and the conditions named. */
   private typeLists: Map<string, readonly CompositeCost[]> | null = null;
 
@@ -163,6 +159,7 @@ class Walk {
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
     this.typeCount = input.costs.types.size;
     this.collector = new FieldCollector(input.costs, input.fragments, input.variables, input.selectionSetIds);
+    this.conditions = new NarrowerConditions(input.fragments, input.selectionSetIds, this.typeCount);
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost): void {
@@ -550,7 +547,7 @@ class Walk {
     if (type.representatives === possibleTypes) return possibleTypes;
     let names: Set<string> | null = null;
     for (const selectionSet of group.selectionSets) {
-      const own = this.narrowerConditions(selectionSet, type);
+      const own = this.conditions.of(selectionSet, type);
       if (own === null) return possibleTypes;
       if (own.size > 0) {
         names ??= new Set();
@@ -558,108 +555,10 @@ class Walk {
       }
     }
     if (names === null) return type.representatives!;
-    if (names.size > MAX_CONDITIONS) return possibleTypes;
     const listKey = `${type.index}:${[...names].sort().join('\u0000')}`;
     let types = this.typeLists?.get(listKey);
-    if (types === undefined) {
-      const { byName, members } = possibleTypesOf(type);
-      const named = new Set<CompositeCost>();
-      for (const name of names) {
-        const possible = byName.get(name);
-        if (possible !== undefined) {
-          named.add(possible);
-          continue;
-        }
-        // A condition on another interface or union: the types of both.
-        const other = abstractNamed(this.costs, name);
-        for (const candidate of other?.possibleTypes ?? []) if (candidate.abstractTypes.has(type.name)) named.add(candidate);
-      }
-      const list = [...named];
-      for (const classMembers of members) {
-        const unnamed = classMembers.find((member) => !named.has(member));
-        if (unnamed !== undefined) list.push(unnamed);
-      }
-      (this.typeLists ??= new Map()).set(listKey, (types = list));
-    }
+    if (types === undefined) (this.typeLists ??= new Map()).set(listKey, (types = pricedTypes(this.costs, type, names).types));
     return types;
-  }
-
-  /**
-   * The type conditions other than `type` named at `selectionSet`'s own
-   * level, through inline fragments on `type` and the fragments it spreads
-   * (null: too many to be worth telling apart, or a fragment cycle). What a
-   * narrower condition holds applies only to types it names already.
-   */
-  private narrowerConditions(selectionSet: SelectionSetNode, type: CompositeCost): ReadonlySet<string> | null {
-    const keyOf = (set: SelectionSetNode): number => {
-      const id = this.input.selectionSetIds.get(set);
-      return id === undefined ? -1 : id * this.typeCount + type.index;
-    };
-    if (keyOf(selectionSet) < 0) return null;
-    const known = (this.conditions ??= new Map());
-    // Selection sets whose answer waits on the fragments they spread, each with its own conditions and those fragments' sets.
-    const pending: SelectionSetNode[] = [selectionSet];
-    const open = new Set<SelectionSetNode>(pending);
-    const own = new Map<SelectionSetNode, { names: Set<string>; spreads: SelectionSetNode[] }>();
-    const done = (): void => void open.delete(pending.pop()!);
-    while (pending.length > 0) {
-      const current = pending[pending.length - 1]!;
-      const key = keyOf(current);
-      if (key < 0) return null;
-      if (known.has(key)) {
-        done();
-        continue;
-      }
-      let level = own.get(current);
-      if (level === undefined) {
-        level = { names: new Set(), spreads: [] };
-        const lists: (readonly SelectionNode[])[] = [current.selections];
-        while (lists.length > 0) {
-          for (const selection of lists.pop()!) {
-            if (selection.kind === INLINE_FRAGMENT) {
-              const condition = selection.typeCondition?.name.value;
-              if (condition === undefined || condition === type.name) lists.push(selection.selectionSet.selections);
-              else level.names.add(condition);
-            } else if (selection.kind === FRAGMENT_SPREAD) {
-              const fragment = this.input.fragments.get(selection.name.value);
-              if (fragment === undefined) continue;
-              const condition = fragment.typeCondition.name.value;
-              if (condition === type.name) level.spreads.push(fragment.selectionSet);
-              else level.names.add(condition);
-            }
-          }
-        }
-        own.set(current, level);
-      }
-      let names: Set<string> | null = level.names;
-      let blocked = false;
-      for (const spread of level.spreads) {
-        const below = known.get(keyOf(spread));
-        if (below === undefined) {
-          // A fragment spread inside itself (an invalid operation): every type is priced.
-          if (open.has(spread) || keyOf(spread) < 0) {
-            names = null;
-            break;
-          }
-          pending.push(spread);
-          open.add(spread);
-          blocked = true;
-          break;
-        }
-        if (below === null) {
-          names = null;
-          break;
-        }
-        if (below.size > 0) {
-          if (names === level.names) names = new Set(names);
-          for (const name of below) names.add(name);
-        }
-      }
-      if (blocked) continue;
-      known.set(key, names !== null && names.size > MAX_CONDITIONS ? null : names);
-      done();
-    }
-    return known.get(keyOf(selectionSet)) ?? null;
   }
 
   /** Copies the vector at `at` to the memo's store; returns where. */
@@ -726,36 +625,6 @@ function isListTyped(slicing: SlicingArgument): boolean {
     listTyped.set(slicing, (known = isListType(type)));
   }
   return known;
-}
-
-const possibleTypeTables = new WeakMap<CompositeCost, { byName: ReadonlyMap<string, CompositeCost>; members: readonly (readonly CompositeCost[])[] }>();
-
-/** An abstract type's possible types by name, and the members of each of its classes: built once per schema. */
-function possibleTypesOf(type: CompositeCost): { byName: ReadonlyMap<string, CompositeCost>; members: readonly (readonly CompositeCost[])[] } {
-  let tables = possibleTypeTables.get(type);
-  if (tables === undefined) {
-    const byName = new Map<string, CompositeCost>();
-    const members: CompositeCost[][] = (type.representatives ?? []).map(() => []);
-    type.possibleTypes!.forEach((possible, i) => {
-      byName.set(possible.name, possible);
-      members[type.classes![i]!]?.push(possible);
-    });
-    possibleTypeTables.set(type, (tables = { byName, members }));
-  }
-  return tables;
-}
-
-const abstractByName = new WeakMap<SchemaCosts, ReadonlyMap<string, CompositeCost>>();
-
-/** The interface or union of that name, or undefined. */
-function abstractNamed(costs: SchemaCosts, name: string): CompositeCost | undefined {
-  let byName = abstractByName.get(costs);
-  if (byName === undefined) {
-    const map = new Map<string, CompositeCost>();
-    for (const composite of costs.types.values()) if (composite.possibleTypes !== null) map.set(composite.name, composite);
-    abstractByName.set(costs, (byName = map));
-  }
-  return byName.get(name);
 }
 
 /** `value.a.b` for a path `["a", "b"]`; undefined where the path leaves the objects. */

@@ -1,6 +1,6 @@
 import { Kind } from 'graphql';
-import type { ArgumentNode, DirectiveNode, DocumentNode, FieldNode, SelectionSetNode, ValueNode } from 'graphql';
-import type { CompositeCost } from './schema-costs.js';
+import type { ArgumentNode, DirectiveNode, DocumentNode, FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
+import type { CompositeCost, SchemaCosts } from './schema-costs.js';
 
 /** Whether a fragment on `typeCondition` applies to an object of `type`: the same type, or an interface or union it belongs to. */
 export function applies(typeCondition: string, type: CompositeCost): boolean {
@@ -62,6 +62,187 @@ export function sharesSelectionSets(document: DocumentNode): boolean {
     }
   }
   return false;
+}
+
+/** An abstract type's possible types by name, the class of each (schema-costs.ts), and the members of each class. */
+export interface PossibleTypes {
+  readonly byName: ReadonlyMap<string, CompositeCost>;
+  readonly classOf: ReadonlyMap<CompositeCost, number>;
+  readonly members: readonly (readonly CompositeCost[])[];
+}
+
+const possibleTypeTables = new WeakMap<CompositeCost, PossibleTypes>();
+
+/** An abstract type's possible types by name, and the members of each of its classes: built once per schema. */
+export function possibleTypesOf(type: CompositeCost): PossibleTypes {
+  let tables = possibleTypeTables.get(type);
+  if (tables === undefined) {
+    const byName = new Map<string, CompositeCost>();
+    const classOf = new Map<CompositeCost, number>();
+    const members: CompositeCost[][] = (type.representatives ?? []).map(() => []);
+    type.possibleTypes!.forEach((possible, i) => {
+      byName.set(possible.name, possible);
+      classOf.set(possible, type.classes![i]!);
+      members[type.classes![i]!]?.push(possible);
+    });
+    possibleTypeTables.set(type, (tables = { byName, classOf, members }));
+  }
+  return tables;
+}
+
+const abstractByName = new WeakMap<SchemaCosts, ReadonlyMap<string, CompositeCost>>();
+
+/** The interface or union of that name, or undefined. */
+export function abstractNamed(costs: SchemaCosts, name: string): CompositeCost | undefined {
+  let byName = abstractByName.get(costs);
+  if (byName === undefined) {
+    const map = new Map<string, CompositeCost>();
+    for (const composite of costs.types.values()) if (composite.possibleTypes !== null) map.set(composite.name, composite);
+    abstractByName.set(costs, (byName = map));
+  }
+  return byName.get(name);
+}
+
+/** The possible types of an abstract type to price a selection on, and which of them stands for each possible type. */
+export class PricedTypes {
+  constructor(
+    readonly types: readonly CompositeCost[],
+    private readonly named: ReadonlySet<CompositeCost> | null,
+    private readonly standIns: readonly (CompositeCost | undefined)[],
+    private readonly classOf: ReadonlyMap<CompositeCost, number>,
+  ) {}
+
+  /** The type of `types` that prices a selection as `possible` does: itself, or a type of its class that no condition names either. */
+  standIn(possible: CompositeCost): CompositeCost {
+    if (this.named === null || this.named.has(possible)) return possible;
+    const index = this.classOf.get(possible);
+    return (index === undefined ? undefined : this.standIns[index]) ?? possible;
+  }
+}
+
+/**
+ * What to price a selection on the abstract `type` on, given the narrower
+ * type conditions it names (null: too many to tell apart): every type a
+ * condition applies to, and of each class of types that price the abstract
+ * type's own fields alike (schema-costs.ts), one that no condition names,
+ * standing for the rest of its class. Built from the names and the classes,
+ * not from every possible type: a selection naming one type of an interface
+ * of thousands prices two types.
+ */
+export function pricedTypes(costs: SchemaCosts, type: CompositeCost, names: ReadonlySet<string> | null): PricedTypes {
+  const possibleTypes = type.possibleTypes!;
+  const tables = possibleTypesOf(type);
+  if (names === null || names.size > MAX_CONDITIONS) return new PricedTypes(possibleTypes, null, [], tables.classOf);
+  const named = new Set<CompositeCost>();
+  for (const name of names) {
+    const possible = tables.byName.get(name);
+    if (possible !== undefined) {
+      named.add(possible);
+      continue;
+    }
+    // A condition on another interface or union: the types of both.
+    for (const candidate of abstractNamed(costs, name)?.possibleTypes ?? []) if (candidate.abstractTypes.has(type.name)) named.add(candidate);
+  }
+  const types = [...named];
+  const standIns = tables.members.map((members) => {
+    const unnamed = members.find((member) => !named.has(member));
+    if (unnamed !== undefined) types.push(unnamed);
+    return unnamed;
+  });
+  return new PricedTypes(types, named, standIns, tables.classOf);
+}
+
+/** Narrower type conditions in one selection set past which every possible type is priced. */
+export const MAX_CONDITIONS = 64;
+
+/** Per selection set and abstract type: the narrower type conditions it names, kept per content number and type. */
+export class NarrowerConditions {
+  private readonly known = new Map<number, ReadonlySet<string> | null>();
+
+  constructor(
+    private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+    private readonly ids: ReadonlyMap<SelectionSetNode, number>,
+    private readonly typeCount: number,
+  ) {}
+
+  /**
+   * The type conditions other than `type` named at `selectionSet`'s own
+   * level, through inline fragments on `type` and the fragments it spreads
+   * (null: too many to be worth telling apart, or a fragment cycle). What a
+   * narrower condition holds applies only to types it names already.
+   */
+  of(selectionSet: SelectionSetNode, type: CompositeCost): ReadonlySet<string> | null {
+    const keyOf = (set: SelectionSetNode): number => {
+      const id = this.ids.get(set);
+      return id === undefined ? -1 : id * this.typeCount + type.index;
+    };
+    if (keyOf(selectionSet) < 0) return null;
+    const known = this.known;
+    // Selection sets whose answer waits on the fragments they spread, each with its own conditions and those fragments' sets.
+    const pending: SelectionSetNode[] = [selectionSet];
+    const open = new Set<SelectionSetNode>(pending);
+    const own = new Map<SelectionSetNode, { names: Set<string>; spreads: SelectionSetNode[] }>();
+    const done = (): void => void open.delete(pending.pop()!);
+    while (pending.length > 0) {
+      const current = pending[pending.length - 1]!;
+      const key = keyOf(current);
+      if (key < 0) return null;
+      if (known.has(key)) {
+        done();
+        continue;
+      }
+      let level = own.get(current);
+      if (level === undefined) {
+        level = { names: new Set(), spreads: [] };
+        const lists: (readonly SelectionNode[])[] = [current.selections];
+        while (lists.length > 0) {
+          for (const selection of lists.pop()!) {
+            if (selection.kind === Kind.INLINE_FRAGMENT) {
+              const condition = selection.typeCondition?.name.value;
+              if (condition === undefined || condition === type.name) lists.push(selection.selectionSet.selections);
+              else level.names.add(condition);
+            } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
+              const fragment = this.fragments.get(selection.name.value);
+              if (fragment === undefined) continue;
+              const condition = fragment.typeCondition.name.value;
+              if (condition === type.name) level.spreads.push(fragment.selectionSet);
+              else level.names.add(condition);
+            }
+          }
+        }
+        own.set(current, level);
+      }
+      let names: Set<string> | null = level.names;
+      let blocked = false;
+      for (const spread of level.spreads) {
+        const below = known.get(keyOf(spread));
+        if (below === undefined) {
+          // A fragment spread inside itself (an invalid operation): every type is priced.
+          if (open.has(spread) || keyOf(spread) < 0) {
+            names = null;
+            break;
+          }
+          pending.push(spread);
+          open.add(spread);
+          blocked = true;
+          break;
+        }
+        if (below === null) {
+          names = null;
+          break;
+        }
+        if (below.size > 0) {
+          if (names === level.names) names = new Set(names);
+          for (const name of below) names.add(name);
+        }
+      }
+      if (blocked) continue;
+      known.set(key, names !== null && names.size > MAX_CONDITIONS ? null : names);
+      done();
+    }
+    return known.get(keyOf(selectionSet)) ?? null;
+  }
+
 }
 
 /** Saturating arithmetic: totals stay finite and comparable however large an operation is. */
