@@ -322,19 +322,20 @@ function median(values: readonly number[]): number {
  * types of an interface.
  */
 
-/** An interface `Node` of `types` implementations, each with `f(x: Int)`; `conn` returns a sized interface. */
+/** An interface `Node` of `types` implementations, each with `f(x: Int)`; `conn` returns an interface whose `items` it sizes. */
 function wideSchema(types: number): string {
   const implementations = Array.from({ length: types }, (_, i) => `type T${i} implements Node { id: ID f(x: Int): Int }`).join('\n');
   return `${tokenBucketDirectiveTypeDefs}
 directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
 type Query @tokenBucket(name: "api") {
   node(id: ID): Node
-  conn(first: Int): Paged @listSize(slicingArguments: ["first"], sizedFields: ["ids"])
+  conn(first: Int): Paged @listSize(slicingArguments: ["first"], sizedFields: ["items"])
 }
 interface Node { id: ID }
-interface Paged { ids: [ID] }
-type PageA implements Paged { ids: [ID] extra: Int }
-type PageB implements Paged { ids: [ID] }
+interface Paged { items: [Leaf] }
+type Leaf { id: ID }
+type PageA implements Paged { items: [Leaf] extra: Leaf }
+type PageB implements Paged { items: [Leaf] }
 ${implementations}
 `;
 }
@@ -379,9 +380,9 @@ export function pricingCases(scale = 1): PricingCase[] {
     },
     {
       name: 'aliases × fragment × sizes, abstract',
-      description: `costOf of a fragment of ${abstractAliases} aliases aI: conn(first: I) { ids }, conn an interface sized by sizedFields`,
+      description: `costOf of a fragment of ${abstractAliases} aliases aI: conn(first: I) { items { id } }, conn an interface sized by sizedFields`,
       schema: wideSchema(4),
-      source: `{ ...F }\nfragment F on Query { ${Array.from({ length: abstractAliases }, (_, i) => `a${i}: conn(first: ${i}) { ids }`).join(' ')} }`,
+      source: `{ ...F }\nfragment F on Query { ${Array.from({ length: abstractAliases }, (_, i) => `a${i}: conn(first: ${i}) { items { id } }`).join(' ')} }`,
       target: TARGET_PRICE_TO_VALIDATE,
       price: (model, document, operation) => model.costOf(document, operation),
     },

@@ -150,10 +150,16 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    const { fragments } = this.documentInfo(document);
+    const { fragments, selectionSets } = this.documentInfo(document);
     const { coerced, raw } = this.coerce(operation, variables);
     const { charges } = measureResponse(
-      { costs: this.costs, fragments, variables: coerced, arguments: new ArgumentPricer(raw, operation.variableDefinitions) },
+      {
+        costs: this.costs,
+        fragments,
+        selectionSetIds: selectionSets.ids,
+        variables: coerced,
+        arguments: new ArgumentPricer(raw, operation.variableDefinitions),
+      },
       operation.selectionSet,
       root,
       data,

@@ -3,7 +3,8 @@ import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode
 import type { ArgumentPricer } from './argument-costs.js';
 import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
-import { applies, included, sat } from './selections.js';
+import { NarrowerConditions, applies, included, pricedTypes, sat } from './selections.js';
+import type { PricedTypes } from './selections.js';
 
 const FIELD = Kind.FIELD;
 const INLINE_FRAGMENT = Kind.INLINE_FRAGMENT;
@@ -35,6 +36,8 @@ interface Group {
   readonly candidates: Map<string, Candidates>;
   /** Per abstract type: a key that holds `__typename` for every possible type that has it, or null. */
   readonly typenameKeys: Map<CompositeCost, string | null>;
+  /** Per abstract type: the possible types that price this group unlike each other (see `priced`). */
+  readonly priced: Map<CompositeCost, PricedTypes>;
 }
 
 /** The possible types whose selections give one set of keys. */
@@ -69,6 +72,8 @@ interface Plan {
 export interface ResponseInput {
   readonly costs: SchemaCosts;
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  /** Selection sets numbered by content (selections.ts): equal numbers collect alike, so they share one group. */
+  readonly selectionSetIds: ReadonlyMap<SelectionSetNode, number>;
   readonly variables: Readonly<Record<string, unknown>>;
   readonly arguments: ArgumentPricer;
 }
@@ -118,7 +123,9 @@ class ResponseWalk {
   private readonly frames: Frame[] = [];
   private depth = -1;
   private readonly groups = new Map<string, Group>();
-  private readonly selectionSetIds = new Map<SelectionSetNode, number>();
+  /** Numbers for selection sets the document numbering did not reach (a hand-built document holding itself). */
+  private readonly extraIds = new Map<SelectionSetNode, number>();
+  private readonly conditions: NarrowerConditions;
   /** How many frames below an object of undecided type are open: then objects are memoized. */
   private ambiguity = 0;
   /** Per object: where its price for (group, type) was saved, by `group.id × typeCount + type.index`. */
@@ -138,6 +145,7 @@ class ResponseWalk {
     this.width = input.costs.bucketNames.length + 1;
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
     this.typeCount = input.costs.types.size;
+    this.conditions = new NarrowerConditions(input.fragments, input.selectionSetIds, this.typeCount);
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost, data: unknown): void {
@@ -331,26 +339,30 @@ class ResponseWalk {
    * could name a cheaper type with it.
    */
   private candidatesOf(group: Group, type: CompositeCost, value: Record<string, unknown>): readonly CompositeCost[] {
-    const possibleTypes = type.possibleTypes!;
+    const priced = this.priced(group, type);
+    const byName = this.possibleByName(type);
     // The common case: a key no possible type uses for anything but `__typename`, so what it holds is the type's name.
-    const typenameKey = this.typenameKey(group, type);
+    const typenameKey = this.typenameKey(group, type, priced);
     if (typenameKey !== null) {
       const name = value[typenameKey];
-      const named = typeof name === 'string' ? this.possibleByName(type).get(name) : undefined;
-      if (named !== undefined && this.plan(group, named).typenames.has(typenameKey)) return [named];
+      const named = typeof name === 'string' ? byName.get(name) : undefined;
+      if (named !== undefined) {
+        const standIn = priced.standIn(named);
+        if (this.plan(group, standIn).typenames.has(typenameKey)) return [standIn];
+      }
     }
     const keys = Object.keys(value);
     const signature = `${type.name}\u0000${keys.join('\u0000')}`;
     let candidates = group.candidates.get(signature);
     if (candidates === undefined) {
-      const fitting = possibleTypes.filter((possible) => {
+      const fitting = priced.types.filter((possible) => {
         const planned = this.plan(group, possible).keys;
         return planned.size === keys.length && keys.every((k) => planned.has(k));
       });
       // Keys no type's selections give (not graphql-js's output): any type, nothing narrows them.
       candidates =
         fitting.length === 0
-          ? { fitting: possibleTypes, distinct: this.distinct(group, possibleTypes), named: false }
+          ? { fitting: priced.types, distinct: this.distinct(group, priced.types), named: false }
           : { fitting, distinct: this.distinct(group, fitting), named: fitting.some((possible) => this.plan(group, possible).typename !== null) };
       group.candidates.set(signature, candidates);
     }
@@ -358,9 +370,39 @@ class ResponseWalk {
     let named: CompositeCost[] | null = null;
     for (const possible of candidates.fitting) {
       const key = this.plan(group, possible).typename;
-      if (key === null || value[key] === possible.name) (named ??= []).push(possible);
+      if (key === null) {
+        (named ??= []).push(possible);
+        continue;
+      }
+      const name = value[key];
+      const holder = typeof name === 'string' ? byName.get(name) : undefined;
+      if (holder !== undefined && priced.standIn(holder) === possible) (named ??= []).push(possible);
     }
     return named === null ? candidates.distinct : this.distinct(group, named);
+  }
+
+  /**
+   * The possible types of `type` that can price `group` unlike each other:
+   * those a narrower type condition of its selections names, and one of each
+   * class of the others (selections.ts), which stands for its class. An
+   * interface of 2,000 types selected without fragments on them is one
+   * plan, not 2,000.
+   */
+  private priced(group: Group, type: CompositeCost): PricedTypes {
+    let priced = group.priced.get(type);
+    if (priced === undefined) {
+      let names: Set<string> | null = new Set();
+      for (const selectionSet of group.selectionSets) {
+        const own = this.conditions.of(selectionSet, type);
+        if (own === null) {
+          names = null;
+          break;
+        }
+        for (const name of own) names.add(name);
+      }
+      group.priced.set(type, (priced = pricedTypes(this.input.costs, type, names)));
+    }
+    return priced;
   }
 
   /** One type per plan shape among `types`. */
@@ -410,11 +452,11 @@ class ResponseWalk {
   }
 
   /** A key that holds `__typename` in the selections of every possible type of `type` that has it, or null. */
-  private typenameKey(group: Group, type: CompositeCost): string | null {
+  private typenameKey(group: Group, type: CompositeCost, priced: PricedTypes): string | null {
     let key = group.typenameKeys.get(type);
     if (key === undefined) {
       key = null;
-      const plans = type.possibleTypes!.map((possible) => this.plan(group, possible));
+      const plans = priced.types.map((possible) => this.plan(group, possible));
       for (const plan of plans) {
         const candidate = plan.typename;
         if (candidate !== null && plans.every((p) => !p.keys.has(candidate) || p.typenames.has(candidate))) {
@@ -500,17 +542,20 @@ class ResponseWalk {
     return plan;
   }
 
-  /** One group per distinct list of selection sets, so that equal merges share their plans and memo entries. */
+  /** One group per distinct list of selection set contents, so that equal selections and merges share their plans and memo entries. */
   private group(selectionSets: readonly SelectionSetNode[]): Group {
     let key = '';
     for (const selectionSet of selectionSets) {
-      let id = this.selectionSetIds.get(selectionSet);
-      if (id === undefined) this.selectionSetIds.set(selectionSet, (id = this.selectionSetIds.size));
+      let id = this.input.selectionSetIds.get(selectionSet);
+      if (id === undefined) {
+        id = this.extraIds.get(selectionSet);
+        if (id === undefined) this.extraIds.set(selectionSet, (id = -1 - this.extraIds.size));
+      }
       key += `${id},`;
     }
     let group = this.groups.get(key);
     if (group === undefined) {
-      group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map(), typenameKeys: new Map() };
+      group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map(), typenameKeys: new Map(), priced: new Map() };
       this.groups.set(key, group);
     }
     return group;
