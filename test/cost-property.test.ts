@@ -1,6 +1,7 @@
 import fc from 'fast-check';
-import { buildSchema, execute, getOperationAST, isObjectType, parse, validate } from 'graphql';
-import type { GraphQLFieldResolver } from 'graphql';
+import { Kind, buildSchema, execute, getNamedType, getOperationAST, getVariableValues, isAbstractType, isCompositeType, isObjectType, parse, print, validate } from 'graphql';
+import type { DocumentNode, FieldNode, FragmentDefinitionNode, GraphQLFieldResolver, GraphQLObjectType, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { collectFields, collectSubfields } from 'graphql/execution/collectFields.js';
 import { describe, expect, it } from 'vitest';
 import { CostModel } from '../src/cost/cost-model.js';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
@@ -341,10 +342,28 @@ const COMPLEX_FIELDS: Record<string, { weight: number; fixed?: [bucket: string, 
   'Edge.cursor': { weight: 0 },
 };
 
-/** The size a resolver honours: a usable number (fractions rounded up, numeric strings read), else the assumed size. */
+/**
+ * The size a hostile resolver reads: the largest of `Number(v)`, `parseInt`,
+ * `parseFloat` and a list's length (fractions rounded up), else, when none
+ * is a usable number, the assumed size.
+ */
 function honoured(value: unknown, assumed: number): number {
-  const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-  return typeof number === 'number' && number >= 0 ? Math.ceil(number) : assumed;
+  if (value === null || value === undefined || typeof value === 'boolean') return assumed;
+  const read = (reading: () => number): number => {
+    try {
+      return reading();
+    } catch {
+      return Number.NaN; // an object without a prototype (a literal `{}` of a custom scalar) converts to nothing
+    }
+  };
+  const readings = [
+    read(() => Number(value)),
+    read(() => Number.parseInt(String(value as string), 10)),
+    read(() => Number.parseFloat(String(value as string))),
+    Array.isArray(value) ? value.length : Number.NaN,
+  ];
+  const usable = readings.filter((n) => Number.isFinite(n) && n >= 0);
+  return usable.length === 0 ? assumed : Math.ceil(Math.max(...usable));
 }
 const many = <T>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
 const grid = (rows: number, columns: number) => many(rows, () => many(columns, () => ({})));
@@ -440,17 +459,65 @@ const COMPLEX_SELECTIONS: Record<ComplexParent, { name: string; type: ComplexPar
 };
 const COMPLEX_FRAGMENTS: Partial<Record<ComplexParent, ComplexParent[]>> = { Shape: ['Square', 'Circle', 'Shape'], Square: ['Shape'], Circle: ['Shape'] };
 
+/** Custom-scalar sizes of every JSON kind: numbers, numeric strings in every notation, lists of them, and what reads as no number. */
+const COUNTS: unknown[] = ['2', '4', 3, 'x', null, [4], [[3]], ['5'], [' 2 '], '1e1', '0x3', [1, 2], {}, true, '3 rows', -0, 2.5, [], ['a', 'b']];
+
+function literal(value: unknown): string {
+  if (value === null || typeof value !== 'object') return typeof value === 'string' ? JSON.stringify(value) : String(value);
+  if (Array.isArray(value)) return `[${value.map(literal).join(', ')}]`;
+  return `{ ${Object.entries(value).map(([k, v]) => `${k}: ${literal(v)}`).join(', ')} }`;
+}
+
+/**
+ * The operation as graphql-js runs it: every selection set collected
+ * (graphql-js's own CollectFields) per runtime type, fragments inlined,
+ * fields merged under their response keys, `@skip`/`@include` applied. It
+ * executes exactly as the original does.
+ */
+function mergedEquivalent(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): string {
+  const fragments: Record<string, FragmentDefinitionNode> = {};
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
+  if (coerced.coerced === undefined) throw new Error('variables do not coerce');
+  const values = coerced.coerced;
+  const fieldsOf = (collected: Map<string, readonly FieldNode[]>, type: GraphQLObjectType): string => {
+    const parts: string[] = [];
+    for (const [key, nodes] of collected) {
+      const first = nodes[0]!;
+      const name = first.name.value;
+      const args = first.arguments?.length ? `(${first.arguments.map((a) => `${a.name.value}: ${print(a.value)}`).join(', ')})` : '';
+      const definition = name === '__typename' ? undefined : type.getFields()[name];
+      const returned = definition === undefined ? undefined : getNamedType(definition.type);
+      let sub = '';
+      if (returned !== undefined && isCompositeType(returned)) {
+        const runtimes = isAbstractType(returned) ? schema.getPossibleTypes(returned) : [returned];
+        const inner = runtimes
+          .map((runtime) => [runtime, fieldsOf(collectSubfields(schema, fragments, values, runtime, nodes), runtime)] as const)
+          .filter(([, text]) => text !== '')
+          .map(([runtime, text]) => `... on ${runtime.name} { ${text} }`);
+        // Nothing collected: the field still runs, its object completes empty.
+        sub = ` { ${inner.length > 0 ? inner.join(' ') : '... @skip(if: true) { __typename }'} }`;
+      }
+      parts.push(`${key}: ${name}${args}${sub}`);
+    }
+    return parts.join(' ');
+  };
+  const root = schema.getQueryType()!;
+  const variableDefinitions = operation.variableDefinitions?.length ? `(${operation.variableDefinitions.map(print).join(', ')})` : '';
+  return `query Merged${variableDefinitions} { ${fieldsOf(collectFields(schema, fragments, values, root, operation.selectionSet), root)} }`;
+}
+
 const complexOperations = fc.gen().map((g): RandomOperation => {
   let aliases = 0;
   const declarations: string[] = [];
   const variables: Record<string, unknown> = {};
   const fragments: string[] = [];
 
+  const fragmentsOn = new Map<ComplexParent, string[]>();
+  const keys = new Map<string, number>();
+
   const size = (kind: 'Int' | 'Float' | 'Count'): string => {
-    const value = g(
-      fc.constantFrom,
-      ...(kind === 'Int' ? [0, 1, 4, -2, null] : kind === 'Float' ? [0.5, 2.5, 3.9, -1.5, null] : ['2', '4', 3, 'x', null]),
-    );
+    const value = g(fc.constantFrom, ...(kind === 'Int' ? [0, 1, 4, -2, null] : kind === 'Float' ? [0.5, 2.5, 3.9, -1.5, null] : COUNTS));
     if (g(fc.boolean)) {
       const name = `v${declarations.length}`;
       declarations.push(`$${name}: ${kind}`);
@@ -458,7 +525,16 @@ const complexOperations = fc.gen().map((g): RandomOperation => {
       return `(first: $${name})`;
     }
     if (g(fc.boolean)) return '';
-    return `(first: ${typeof value === 'string' ? JSON.stringify(value) : String(value)})`;
+    return `(first: ${literal(value)})`;
+  };
+
+  // A response key: unique, or the one every selection of this field with these arguments shares, so that they merge.
+  const keyOf = (field: string, args: string): string => {
+    if (g(fc.boolean)) return `a${aliases++}`;
+    const text = `${field}${args}`;
+    let index = keys.get(text);
+    if (index === undefined) keys.set(text, (index = keys.size));
+    return `k${index}`;
   };
 
   const selectionSet = (type: ComplexParent, depth: number): string => {
@@ -471,12 +547,19 @@ const complexOperations = fc.gen().map((g): RandomOperation => {
         selections.push('__typename');
       } else if ((kind === 'inline' || kind === 'spread') && on !== undefined) {
         const target = g(fc.constantFrom, ...on);
+        const earlier = fragmentsOn.get(target) ?? [];
+        if (kind === 'spread' && earlier.length > 0 && g(fc.boolean)) {
+          // A fragment spread again: its fields meet the same keys elsewhere.
+          selections.push(`...${g(fc.constantFrom, ...earlier)}`);
+          continue;
+        }
         const body = selectionSet(target, depth + 1);
         if (kind === 'inline') {
           selections.push(`... on ${target} ${body}`);
         } else {
           const name = `F${fragments.length}`;
           fragments.push(`fragment ${name} on ${target} ${body}`);
+          fragmentsOn.set(target, [...earlier, name]);
           selections.push(`...${name}`);
         }
       } else {
@@ -484,7 +567,7 @@ const complexOperations = fc.gen().map((g): RandomOperation => {
         const field = g(fc.constantFrom, ...fields);
         const args = field.size === undefined ? '' : size(field.size);
         const sub = field.type === null ? '' : ` ${selectionSet(field.type, depth + 1)}`;
-        selections.push(`a${aliases++}: ${field.name}${args}${sub}`);
+        selections.push(`${keyOf(field.name, args)}: ${field.name}${args}${sub}`);
       }
     }
     return `{ ${selections.join(' ')} }`;
@@ -522,6 +605,14 @@ describe('static and response cost of the 0.2 complexity (property)', () => {
           expect(Number.isSafeInteger(cost) && cost >= 0).toBe(true);
           expect(actual.get(bucket)).toBeLessThanOrEqual(cost);
         }
+
+        // Priced as what runs: the same as the operation with every selection collected and merged.
+        const merged = parse(mergedEquivalent(complexSchema, document, operation, variables));
+        const mergedOperation = getOperationAST(merged)!;
+        expect(Object.fromEntries(model.costOf(merged, mergedOperation, variables)), mergedEquivalent(complexSchema, document, operation, variables)).toEqual(
+          Object.fromEntries(estimate),
+        );
+        expect(Object.fromEntries(model.actualCostOf(merged, mergedOperation, variables, result.data))).toEqual(Object.fromEntries(actual));
       }),
       { numRuns: 300 },
     );
