@@ -35,9 +35,14 @@ export interface FieldItem {
   readonly child: Group | null;
 }
 
-/** A fragment spread priced whole, but for the response keys `excluded` (merged in the plan that spreads it). */
+/**
+ * A fragment spread priced whole, but for the response keys `excluded`
+ * (merged in the plan that spreads it); or, with `segment`, a part of a
+ * large plan's items (see `finish`).
+ */
 export interface SpreadItem {
   readonly spread: true;
+  readonly segment: boolean;
   readonly plan: Plan;
   readonly excluded: Exclusion | null;
 }
@@ -69,12 +74,27 @@ interface Scan {
   readonly spreads: SelectionSetNode[];
 }
 
+/** Items per segment of a large plan. */
+const SEGMENT = 16;
+
+/** The keys of `merged` that `plan` holds, as an exclusion; null for none. */
+function exclusionOf(merged: ReadonlySet<string> | null, plan: Plan, collector: FieldCollector): Exclusion | null {
+  if (merged === null) return null;
+  const keys = collector.keysOf(plan);
+  const out: string[] = [];
+  for (const key of merged) if (keys.has(key)) out.push(key);
+  return out.length === 0 ? null : { keys: new Set(out), id: out.sort().join('\u0000') };
+}
+
 export class FieldCollector {
   private readonly groups = new Map<string, Group>();
   /** Content numbers for selection sets the document numbering did not reach (a hand-built document holding itself). */
   private readonly extraIds = new Map<SelectionSetNode, number>();
   private readonly shared = new Map<string, readonly string[]>();
+  /** Plans of several fragments spread in one selection set, merged once for every set that spreads them together. */
+  private readonly combinations = new Map<string, Plan>();
   private plans = 0;
+  private groupCount = 0;
 
   constructor(
     private readonly costs: SchemaCosts,
@@ -99,7 +119,7 @@ export class FieldCollector {
     }
     let group = this.groups.get(key);
     if (group === undefined) {
-      group = { id: this.groups.size, selectionSets: kept, plans: new Map() };
+      group = { id: this.groupCount++, selectionSets: kept, plans: new Map() };
       this.groups.set(key, group);
     }
     return group;
@@ -202,7 +222,6 @@ export class FieldCollector {
   }
 
   private build(group: Group, type: CompositeCost): Plan {
-    const fields = type.fields ?? new Map<string, FieldCost>();
     // In execution order: each field node, and each fragment spread (as its plan).
     const sequence: (FieldNode | Plan)[] = [];
     const own = new Map<string, FieldNode[]>();
@@ -221,73 +240,115 @@ export class FieldCollector {
         const plan = this.group([fragment.selectionSet]).plans.get(type);
         // Absent only for a fragment spread inside itself (an invalid operation): cut there.
         if (plan === undefined) return;
-        spreadPlans.push(plan);
+        // Two fragments of equal content merge into one.
+        if (!spreadPlans.includes(plan)) spreadPlans.push(plan);
         sequence.push(plan);
       },
     );
+    // The fragments together, merged among themselves once for every set that spreads the same ones.
+    const spreads = spreadPlans.length === 0 ? null : spreadPlans.length === 1 ? spreadPlans[0]! : this.combine(spreadPlans, type);
 
-    // Keys that more than one part (own fields, each spread) holds: merged here, taken out of the spreads.
+    // The own fields that share a key with the fragments: merged here, taken out of them.
     let merged: Set<string> | null = null;
-    if (spreadPlans.length > 0 && (own.size > 0 || spreadPlans.length > 1)) {
-      for (const key of own.keys()) {
-        for (const plan of spreadPlans) {
-          if (this.keysOf(plan).has(key)) {
-            (merged ??= new Set()).add(key);
-            break;
-          }
-        }
-      }
-      for (let i = 0; i < spreadPlans.length; i++) {
-        for (let j = i + 1; j < spreadPlans.length; j++) {
-          for (const key of this.sharedKeys(spreadPlans[i]!, spreadPlans[j]!)) (merged ??= new Set()).add(key);
-        }
-      }
+    if (spreads !== null && own.size > 0) {
+      const keys = this.keysOf(spreads);
+      for (const key of own.keys()) if (keys.has(key)) (merged ??= new Set()).add(key);
     }
-
-    let mergedNodes: Map<string, FieldNode[]> | null = null;
-    if (merged !== null) {
-      mergedNodes = new Map();
-      for (const key of merged) mergedNodes.set(key, []);
-      for (const part of sequence) {
-        if ('kind' in part) {
-          const key = part.alias?.value ?? part.name.value;
-          mergedNodes.get(key)?.push(part);
-        } else {
-          for (const key of merged) if (this.keysOf(part).has(key)) mergedNodes.get(key)!.push(...this.nodesOf(part, key));
-        }
-      }
-    }
-
     const items: PlanItem[] = [];
     const byKey = new Map<string, FieldItem>();
-    const addField = (key: string, nodes: readonly FieldNode[]): void => {
-      const first = nodes[0]!;
-      const name = first.name.value;
-      const field = fields.get(name) ?? this.costs.metaFields.get(name);
-      if (field === undefined) return;
-      let child: Group | null = null;
-      if (field.target !== null) {
-        const sets: SelectionSetNode[] = [];
-        for (const node of nodes) if (node.selectionSet !== undefined) sets.push(node.selectionSet);
-        if (sets.length > 0) child = this.group(sets);
+    for (const [key, nodes] of own) if (merged === null || !merged.has(key)) this.addField(items, byKey, type, key, nodes);
+    if (merged !== null) for (const [key, nodes] of this.mergedNodes(merged, sequence)) this.addField(items, byKey, type, key, nodes);
+    if (spreads !== null) items.push({ spread: true, segment: false, plan: spreads, excluded: exclusionOf(merged, spreads, this) });
+    return this.finish(group, type, items, byKey);
+  }
+
+  /** Several fragment plans as one: the keys they share merged, each of them less those keys. */
+  private combine(plans: readonly Plan[], type: CompositeCost): Plan {
+    const id = plans.map((plan) => plan.id).join(',');
+    let combined = this.combinations.get(id);
+    if (combined === undefined) {
+      let merged: Set<string> | null = null;
+      for (let i = 0; i < plans.length; i++) {
+        for (let j = i + 1; j < plans.length; j++) {
+          for (const key of this.sharedKeys(plans[i]!, plans[j]!)) (merged ??= new Set()).add(key);
+        }
       }
-      const item: FieldItem = { spread: false, key, field, nodes, child };
-      items.push(item);
-      byKey.set(key, item);
-    };
-    for (const [key, nodes] of own) if (merged === null || !merged.has(key)) addField(key, nodes);
-    if (mergedNodes !== null) for (const [key, nodes] of mergedNodes) addField(key, nodes);
-    for (const plan of spreadPlans) {
-      let excluded: Exclusion | null = null;
-      if (merged !== null) {
-        const keys = this.keysOf(plan);
-        const out: string[] = [];
-        for (const key of merged) if (keys.has(key)) out.push(key);
-        if (out.length > 0) excluded = { keys: new Set(out), id: out.sort().join('\u0000') };
-      }
-      items.push({ spread: true, plan, excluded });
+      const items: PlanItem[] = [];
+      const byKey = new Map<string, FieldItem>();
+      if (merged !== null) for (const [key, nodes] of this.mergedNodes(merged, plans)) this.addField(items, byKey, type, key, nodes);
+      for (const plan of plans) items.push({ spread: true, segment: false, plan, excluded: exclusionOf(merged, plan, this) });
+      combined = this.finish(this.syntheticGroup(), type, items, byKey);
+      this.combinations.set(id, combined);
     }
-    return { id: this.plans++, group, type, items, byKey, keys: null };
+    return combined;
+  }
+
+  /** For each key of `merged`, its field nodes in execution order through `parts` (field nodes and plans). */
+  private mergedNodes(merged: ReadonlySet<string>, parts: readonly (FieldNode | Plan)[]): Map<string, FieldNode[]> {
+    const nodes = new Map<string, FieldNode[]>();
+    for (const key of merged) nodes.set(key, []);
+    for (const part of parts) {
+      if ('kind' in part) {
+        nodes.get(part.alias?.value ?? part.name.value)?.push(part);
+      } else {
+        const keys = this.keysOf(part);
+        for (const key of merged) if (keys.has(key)) nodes.get(key)!.push(...this.nodesOf(part, key));
+      }
+    }
+    return nodes;
+  }
+
+  private addField(items: PlanItem[], byKey: Map<string, FieldItem>, type: CompositeCost, key: string, nodes: readonly FieldNode[]): void {
+    const first = nodes[0];
+    if (first === undefined) return;
+    const name = first.name.value;
+    const field = type.fields?.get(name) ?? this.costs.metaFields.get(name);
+    if (field === undefined) return;
+    let child: Group | null = null;
+    if (field.target !== null) {
+      const sets: SelectionSetNode[] = [];
+      for (const node of nodes) if (node.selectionSet !== undefined) sets.push(node.selectionSet);
+      if (sets.length > 0) child = this.group(sets);
+    }
+    const item: FieldItem = { spread: false, key, field, nodes, child };
+    items.push(item);
+    byKey.set(key, item);
+  }
+
+  /**
+   * The plan, its items split into a tree of segments of at most SEGMENT
+   * items: a fragment spread where one of its keys is merged is priced
+   * again only along the segments holding that key, the others read from
+   * the memo, so a large fragment less a key costs a few segments, not the
+   * whole fragment again.
+   */
+  private finish(group: Group, type: CompositeCost, items: PlanItem[], byKey: ReadonlyMap<string, FieldItem>): Plan {
+    if (items.length <= SEGMENT) {
+      const plan: Plan = { id: this.plans++, group, type, items, byKey, keys: null };
+      group.plans.set(type, plan);
+      return plan;
+    }
+    let level: PlanItem[] = items;
+    while (level.length > SEGMENT) {
+      const next: PlanItem[] = [];
+      for (let start = 0; start < level.length; start += SEGMENT) {
+        const slice = level.slice(start, start + SEGMENT);
+        const own = new Map<string, FieldItem>();
+        for (const item of slice) if (!item.spread) own.set(item.key, item);
+        const plan: Plan = { id: this.plans++, group: this.syntheticGroup(), type, items: slice, byKey: own, keys: null };
+        plan.group.plans.set(type, plan);
+        next.push({ spread: true, segment: true, plan, excluded: null });
+      }
+      level = next;
+    }
+    const plan: Plan = { id: this.plans++, group, type, items: level, byKey, keys: null };
+    group.plans.set(type, plan);
+    return plan;
+  }
+
+  /** A group of no selection set of its own, for a combination or segment plan: its number keys the walk's memo. */
+  private syntheticGroup(): Group {
+    return { id: this.groupCount++, selectionSets: [], plans: new Map() };
   }
 
   /**

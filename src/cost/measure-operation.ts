@@ -279,7 +279,9 @@ class Walk {
         this.field(frame, node, field, false, null);
       } else {
         frame.waiting = SPREAD;
-        this.enter(item.plan.group, type, frame.context, -1, true, true, this.exclusion(item, excluded));
+        // A fragment may be met again; a segment of a plan only as often as the plan.
+        const shared = item.segment ? frame.shared : true;
+        this.enter(item.plan.group, type, frame.context, -1, shared, shared, this.exclusion(item, excluded));
         return;
       }
     }
