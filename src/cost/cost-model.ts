@@ -5,7 +5,8 @@ import { measureOperation } from './measure-operation.js';
 import { measureResponse } from './measure-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
 import type { CompositeCost, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
-import { selectionSetIds, sharesSelectionSets } from './selections.js';
+import { FieldCollector } from './collect-fields.js';
+import { hasVariableConditions, selectionSetIds, sharesSelectionSets } from './selections.js';
 import type { SelectionSetIds } from './selections.js';
 
 export type { TokenBucketAnnotation } from './schema-costs.js';
@@ -33,6 +34,8 @@ interface DocumentInfo {
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   readonly sharesSelectionSets: boolean;
   readonly selectionSets: SelectionSetIds;
+  /** What each selection set collects, kept with the document when no `@skip`/`@include` reads a variable; else null. */
+  readonly collector: FieldCollector | null;
 }
 
 interface Variables {
@@ -99,7 +102,7 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    const { fragments, sharesSelectionSets, selectionSets } = this.documentInfo(document);
+    const { fragments, sharesSelectionSets, selectionSets, collector } = this.documentInfo(document);
     const { coerced, raw } = this.coerce(operation, variables);
     const { charges, touched } = measureOperation(
       {
@@ -112,6 +115,7 @@ export class CostModel {
         variables: coerced,
         rawVariables: raw ?? NO_VARIABLES,
         arguments: new ArgumentPricer(raw, operation.variableDefinitions),
+        collector: collector ?? undefined,
       },
       operation.selectionSet,
       root,
@@ -218,7 +222,9 @@ export class CostModel {
       for (const definition of document.definitions) {
         if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
       }
-      info = { fragments, sharesSelectionSets: sharesSelectionSets(document), selectionSets: selectionSetIds(document) };
+      const selectionSets = selectionSetIds(document);
+      const collector = hasVariableConditions(document) ? null : new FieldCollector(this.costs, fragments, NO_VARIABLES, selectionSets.ids);
+      info = { fragments, sharesSelectionSets: sharesSelectionSets(document), selectionSets, collector };
       this.documents.set(document, info);
     }
     return info;

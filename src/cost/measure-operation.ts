@@ -73,6 +73,8 @@ export interface MeasureInput {
   /** The variables as the request sent them, for sizes a custom scalar would hide. */
   readonly rawVariables: Readonly<Record<string, unknown>>;
   readonly arguments: ArgumentPricer;
+  /** The document's collected fields when they do not depend on the variables (no `@skip`/`@include` reads one); else a new one is made. */
+  readonly collector?: FieldCollector | undefined;
 }
 
 export interface OperationMeasure {
@@ -158,7 +160,7 @@ class Walk {
     this.touched = new Uint8Array(bucketCount);
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
     this.typeCount = input.costs.types.size;
-    this.collector = new FieldCollector(input.costs, input.fragments, input.variables, input.selectionSetIds);
+    this.collector = input.collector ?? new FieldCollector(input.costs, input.fragments, input.variables, input.selectionSetIds);
     this.conditions = new NarrowerConditions(input.fragments, input.selectionSetIds, this.typeCount);
   }
 

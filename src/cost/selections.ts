@@ -245,6 +245,31 @@ export class NarrowerConditions {
 
 }
 
+/**
+ * Whether a `@skip` or `@include` of the document reads a variable: only
+ * then does what a selection set collects depend on the request, so
+ * otherwise the collected fields are kept with the document.
+ */
+export function hasVariableConditions(document: DocumentNode): boolean {
+  const pending: SelectionSetNode[] = [];
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION || definition.kind === Kind.FRAGMENT_DEFINITION) pending.push(definition.selectionSet);
+  }
+  const seen = new Set<SelectionSetNode>();
+  for (let selectionSet = pending.pop(); selectionSet !== undefined; selectionSet = pending.pop()) {
+    if (seen.has(selectionSet)) continue;
+    seen.add(selectionSet);
+    for (const selection of selectionSet.selections) {
+      for (const directive of selection.directives ?? []) {
+        const name = directive.name.value;
+        if ((name === 'skip' || name === 'include') && directive.arguments?.some((a) => a.value.kind !== Kind.BOOLEAN)) return true;
+      }
+      if (selection.kind !== Kind.FRAGMENT_SPREAD && selection.selectionSet !== undefined) pending.push(selection.selectionSet);
+    }
+  }
+  return false;
+}
+
 /** Saturating arithmetic: totals stay finite and comparable however large an operation is. */
 export function sat(value: number): number {
   return value > Number.MAX_VALUE ? Number.MAX_VALUE : value;
