@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
 import { pricer } from './support/graphql.js';
 
-const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
+const SDL = `${tokenBucketDirectiveTypeDefs}
   type Query @tokenBucket(name: "api") {
     viewer: User
     node(id: ID): Node
@@ -24,7 +24,8 @@ const schema = buildSchema(`${tokenBucketDirectiveTypeDefs}
   type Post implements Node { id: ID title: String comments(first: Int): [Post] }
   type Image { url: String }
   union Result = User | Post
-`);
+`;
+const schema = buildSchema(SDL);
 
 const { costOf, actualCostOf } = pricer(schema);
 
@@ -134,5 +135,31 @@ describe('fields sharing a response key', () => {
     // viewer 1 + friends 6 × 1 + avatar 1 = 8
     expect(costOf(query)).toEqual({ api: 8 });
     expect(actualCostOf(query, run(query))).toEqual({ api: 8 });
+  });
+});
+
+describe('fields under @defer', () => {
+  // An executor with incremental delivery (graphql-tools, as Yoga runs it) collects a deferred fragment on its own and runs its fields again.
+  const deferring = pricer(buildSchema(`${SDL}\ndirective @defer(if: Boolean, label: String) on FRAGMENT_SPREAD | INLINE_FRAGMENT`));
+
+  it('are priced apart from the same key outside the deferred fragment, as they run apart', () => {
+    // viewer 1 + friends 5 + the deferred friends 5 × (1 + avatar 1) = 16
+    const inline = '{ viewer { friends(first: 5) { id } ... @defer { friends(first: 5) { avatar { url } } } } }';
+    expect(deferring.costOf(inline)).toEqual({ api: 16 });
+    // The response holds both under one key: each part priced on it, 16 again.
+    const friends = Array.from({ length: 5 }, (_, i) => ({ id: `u${i}`, avatar: { url: 'x' } }));
+    expect(deferring.actualCostOf(inline, { viewer: { friends } })).toEqual({ api: 16 });
+    const spread = '{ viewer { friends(first: 5) { id } ...D @defer } } fragment D on User { friends(first: 5) { avatar { url } } }';
+    expect(deferring.costOf(spread)).toEqual({ api: 16 });
+    // A deferred fragment's own repeated keys still merge: 1 + 5 × (1 + 1)
+    expect(deferring.costOf('{ viewer { ... @defer { friends(first: 5) { id } friends(first: 5) { avatar { url } } } } }')).toEqual({ api: 11 });
+  });
+
+  it('merge when the defer is turned off, from a literal or a variable', () => {
+    // 1 + 5 × (1 + 1) = 11
+    expect(deferring.costOf('{ viewer { friends(first: 5) { id } ... @defer(if: false) { friends(first: 5) { avatar { url } } } } }')).toEqual({ api: 11 });
+    const query = 'query ($d: Boolean) { viewer { friends(first: 5) { id } ... @defer(if: $d) { friends(first: 5) { avatar { url } } } } }';
+    expect(deferring.costOf(query, { d: false })).toEqual({ api: 11 });
+    expect(deferring.costOf(query, { d: true })).toEqual({ api: 16 });
   });
 });

@@ -1,5 +1,5 @@
 import { Kind } from 'graphql';
-import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
+import type { DirectiveNode, FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
 import type { CompositeCost, FieldCost, SchemaCosts } from './schema-costs.js';
 import { applies, included } from './selections.js';
 
@@ -43,6 +43,8 @@ export interface FieldItem {
 export interface SpreadItem {
   readonly spread: true;
   readonly segment: boolean;
+  /** A fragment under an active `@defer`: its keys merge with nothing outside it. */
+  readonly deferred: boolean;
   readonly plan: Plan;
   readonly excluded: Exclusion | null;
 }
@@ -72,6 +74,19 @@ interface Scan {
   readonly type: CompositeCost;
   /** Fragment plans this one waits for. */
   readonly spreads: SelectionSetNode[];
+}
+
+/** Whether a fragment is deferred: `@defer` without an `if` that is false (an unknown one counts as deferred). */
+export function deferred(directives: readonly DirectiveNode[] | undefined, variables: Readonly<Record<string, unknown>>): boolean {
+  for (const directive of directives ?? []) {
+    if (directive.name.value !== 'defer') continue;
+    const condition = directive.arguments?.find((a) => a.name.value === 'if')?.value;
+    if (condition === undefined) return true;
+    if (condition.kind === Kind.BOOLEAN) return condition.value;
+    if (condition.kind === Kind.VARIABLE) return variables[condition.name.value] !== false;
+    return true;
+  }
+  return false;
 }
 
 /** Items per segment of a large plan. */
@@ -172,7 +187,7 @@ export class FieldCollector {
       }
       for (const item of current.items) {
         if (!item.spread) keys.add(item.key);
-        else if (!seen.has(item.plan)) {
+        else if (!item.deferred && !seen.has(item.plan)) {
           seen.add(item.plan);
           pending.push(item.plan);
         }
@@ -189,7 +204,7 @@ export class FieldCollector {
       if (own !== undefined) return own.nodes;
       let next: Plan | null = null;
       for (const item of current.items) {
-        if (item.spread && this.keysOf(item.plan).has(key)) {
+        if (item.spread && !item.deferred && this.keysOf(item.plan).has(key)) {
           next = item.plan;
           break;
         }
@@ -217,7 +232,7 @@ export class FieldCollector {
   /** The selection sets of the fragments `group` spreads on `type` (those its plan needs first). */
   private spreadsOf(group: Group, type: CompositeCost): SelectionSetNode[] {
     const spreads: SelectionSetNode[] = [];
-    this.walk(group, type, null, (fragment) => void spreads.push(fragment.selectionSet));
+    this.walk(group, type, null, (selectionSet) => void spreads.push(selectionSet));
     return spreads;
   }
 
@@ -226,6 +241,8 @@ export class FieldCollector {
     const sequence: (FieldNode | Plan)[] = [];
     const own = new Map<string, FieldNode[]>();
     const spreadPlans: Plan[] = [];
+    // Deferred fragments run on their own (an executor with @defer collects them apart): priced apart, merged with nothing.
+    const deferredPlans: Plan[] = [];
     this.walk(
       group,
       type,
@@ -236,10 +253,14 @@ export class FieldCollector {
         else nodes.push(node);
         sequence.push(node);
       },
-      (fragment) => {
-        const plan = this.group([fragment.selectionSet]).plans.get(type);
+      (selectionSet, deferred) => {
+        const plan = this.group([selectionSet]).plans.get(type);
         // Absent only for a fragment spread inside itself (an invalid operation): cut there.
         if (plan === undefined) return;
+        if (deferred) {
+          deferredPlans.push(plan);
+          return;
+        }
         // Two fragments of equal content merge into one.
         if (!spreadPlans.includes(plan)) spreadPlans.push(plan);
         sequence.push(plan);
@@ -258,7 +279,8 @@ export class FieldCollector {
     const byKey = new Map<string, FieldItem>();
     for (const [key, nodes] of own) if (merged === null || !merged.has(key)) this.addField(items, byKey, type, key, nodes);
     if (merged !== null) for (const [key, nodes] of this.mergedNodes(merged, sequence)) this.addField(items, byKey, type, key, nodes);
-    if (spreads !== null) items.push({ spread: true, segment: false, plan: spreads, excluded: exclusionOf(merged, spreads, this) });
+    if (spreads !== null) items.push({ spread: true, segment: false, deferred: false, plan: spreads, excluded: exclusionOf(merged, spreads, this) });
+    for (const plan of deferredPlans) items.push({ spread: true, segment: false, deferred: true, plan, excluded: null });
     return this.finish(group, type, items, byKey);
   }
 
@@ -276,7 +298,7 @@ export class FieldCollector {
       const items: PlanItem[] = [];
       const byKey = new Map<string, FieldItem>();
       if (merged !== null) for (const [key, nodes] of this.mergedNodes(merged, plans)) this.addField(items, byKey, type, key, nodes);
-      for (const plan of plans) items.push({ spread: true, segment: false, plan, excluded: exclusionOf(merged, plan, this) });
+      for (const plan of plans) items.push({ spread: true, segment: false, deferred: false, plan, excluded: exclusionOf(merged, plan, this) });
       combined = this.finish(this.syntheticGroup(), type, items, byKey);
       this.combinations.set(id, combined);
     }
@@ -337,7 +359,7 @@ export class FieldCollector {
         for (const item of slice) if (!item.spread) own.set(item.key, item);
         const plan: Plan = { id: this.plans++, group: this.syntheticGroup(), type, items: slice, byKey: own, keys: null };
         plan.group.plans.set(type, plan);
-        next.push({ spread: true, segment: true, plan, excluded: null });
+        next.push({ spread: true, segment: true, deferred: false, plan, excluded: null });
       }
       level = next;
     }
@@ -360,7 +382,7 @@ export class FieldCollector {
     group: Group,
     type: CompositeCost,
     onField: ((node: FieldNode) => void) | null,
-    onSpread: (fragment: FragmentDefinitionNode) => void,
+    onSpread: (selectionSet: SelectionSetNode, deferred: boolean) => void,
   ): void {
     const visited = new Set<string>();
     const lists: (readonly SelectionNode[])[] = [];
@@ -387,15 +409,20 @@ export class FieldCollector {
         onField?.(selection);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
-          lists.push(selection.selectionSet.selections);
-          cursors.push(0);
+          if (deferred(selection.directives, variables)) {
+            onSpread(selection.selectionSet, true);
+          } else {
+            lists.push(selection.selectionSet.selections);
+            cursors.push(0);
+          }
         }
       } else {
         const name = selection.name.value;
-        if (visited.has(name)) continue;
-        visited.add(name);
+        const defer = deferred(selection.directives, variables);
+        if (!defer && visited.has(name)) continue;
+        if (!defer) visited.add(name);
         const fragment = this.fragments.get(name);
-        if (fragment !== undefined && applies(fragment.typeCondition.name.value, type)) onSpread(fragment);
+        if (fragment !== undefined && applies(fragment.typeCondition.name.value, type)) onSpread(fragment.selectionSet, defer);
       }
     }
   }

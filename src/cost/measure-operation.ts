@@ -293,7 +293,7 @@ class Walk {
   /** What a spread leaves out: the keys merged where it is spread, and those merged further out that it holds. */
   private exclusion(item: SpreadItem, outer: Exclusion | null): Exclusion | null {
     const own = item.excluded;
-    if (outer === null) return own;
+    if (outer === null || item.deferred) return own;
     const keys = this.collector.keysOf(item.plan);
     let out: string[] | null = null;
     for (const key of outer.keys) {

@@ -3,6 +3,7 @@ import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode
 import type { ArgumentPricer } from './argument-costs.js';
 import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
+import { deferred } from './collect-fields.js';
 import { NarrowerConditions, applies, included, pricedTypes, sat } from './selections.js';
 import type { PricedTypes } from './selections.js';
 
@@ -469,57 +470,76 @@ class ResponseWalk {
     return key;
   }
 
-  /** CollectFields for `group` on the object type `type`, once. */
+  /**
+   * CollectFields for `group` on the object type `type`, once. A fragment
+   * under an active `@defer` runs on its own (an executor with incremental
+   * delivery collects it apart): its fields are entries of their own,
+   * merged with nothing outside it, and read from the same keys.
+   */
   private plan(group: Group, type: CompositeCost): Plan {
     const known = group.plans.get(type);
     if (known !== undefined) return known;
-    const fields = type.fields ?? new Map<string, FieldCost>();
-    const byKey = new Map<string, FieldNode[]>();
-    const visited = new Set<string>();
-    const lists: (readonly SelectionNode[])[] = [];
-    const cursors: number[] = [];
-    for (let s = group.selectionSets.length - 1; s >= 0; s--) {
-      lists.push(group.selectionSets[s]!.selections);
-      cursors.push(0);
-    }
+    const collections: Map<string, FieldNode[]>[] = [];
+    const pendingSets: (readonly SelectionSetNode[])[] = [group.selectionSets];
     const variables = this.input.variables;
-    while (lists.length > 0) {
-      const top = lists.length - 1;
-      const list = lists[top]!;
-      const cursor = cursors[top]!;
-      if (cursor >= list.length) {
-        lists.pop();
-        cursors.pop();
-        continue;
+    for (let sets = pendingSets.pop(); sets !== undefined; sets = pendingSets.pop()) {
+      const byKey = new Map<string, FieldNode[]>();
+      collections.push(byKey);
+      const visited = new Set<string>();
+      const lists: (readonly SelectionNode[])[] = [];
+      const cursors: number[] = [];
+      for (let s = sets.length - 1; s >= 0; s--) {
+        lists.push(sets[s]!.selections);
+        cursors.push(0);
       }
-      cursors[top] = cursor + 1;
-      const selection = list[cursor]!;
-      if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
-      if (selection.kind === FIELD) {
-        const key = selection.alias?.value ?? selection.name.value;
-        const nodes = byKey.get(key);
-        if (nodes === undefined) byKey.set(key, [selection]);
-        else nodes.push(selection);
-      } else if (selection.kind === INLINE_FRAGMENT) {
-        if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
-          lists.push(selection.selectionSet.selections);
-          cursors.push(0);
+      while (lists.length > 0) {
+        const top = lists.length - 1;
+        const list = lists[top]!;
+        const cursor = cursors[top]!;
+        if (cursor >= list.length) {
+          lists.pop();
+          cursors.pop();
+          continue;
         }
-      } else if (selection.kind === FRAGMENT_SPREAD) {
-        const name = selection.name.value;
-        if (visited.has(name)) continue;
-        visited.add(name);
-        const fragment = this.input.fragments.get(name);
-        if (fragment !== undefined && applies(fragment.typeCondition.name.value, type)) {
-          lists.push(fragment.selectionSet.selections);
-          cursors.push(0);
+        cursors[top] = cursor + 1;
+        const selection = list[cursor]!;
+        if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
+        if (selection.kind === FIELD) {
+          const key = selection.alias?.value ?? selection.name.value;
+          const nodes = byKey.get(key);
+          if (nodes === undefined) byKey.set(key, [selection]);
+          else nodes.push(selection);
+        } else if (selection.kind === INLINE_FRAGMENT) {
+          if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
+            if (deferred(selection.directives, variables)) {
+              pendingSets.push([selection.selectionSet]);
+            } else {
+              lists.push(selection.selectionSet.selections);
+              cursors.push(0);
+            }
+          }
+        } else if (selection.kind === FRAGMENT_SPREAD) {
+          const name = selection.name.value;
+          const defer = deferred(selection.directives, variables);
+          if (!defer && visited.has(name)) continue;
+          if (!defer) visited.add(name);
+          const fragment = this.input.fragments.get(name);
+          if (fragment !== undefined && applies(fragment.typeCondition.name.value, type)) {
+            if (defer) {
+              pendingSets.push([fragment.selectionSet]);
+            } else {
+              lists.push(fragment.selectionSet.selections);
+              cursors.push(0);
+            }
+          }
         }
       }
     }
+    const fields = type.fields ?? new Map<string, FieldCost>();
     const entries: PlanEntry[] = [];
     let typename: string | null = null;
     const typenames = new Set<string>();
-    for (const [key, nodes] of byKey) {
+    for (const [key, nodes] of collections.flatMap((byKey) => [...byKey])) {
       const node = nodes[0]!;
       const name = node.name.value;
       const field = fields.get(name) ?? this.input.costs.metaFields.get(name);

@@ -246,7 +246,7 @@ export class NarrowerConditions {
 }
 
 /**
- * Whether a `@skip` or `@include` of the document reads a variable: only
+ * Whether a `@skip`, `@include` or `@defer` of the document reads a variable: only
  * then does what a selection set collects depend on the request, so
  * otherwise the collected fields are kept with the document.
  */
@@ -262,7 +262,7 @@ export function hasVariableConditions(document: DocumentNode): boolean {
     for (const selection of selectionSet.selections) {
       for (const directive of selection.directives ?? []) {
         const name = directive.name.value;
-        if ((name === 'skip' || name === 'include') && directive.arguments?.some((a) => a.value.kind !== Kind.BOOLEAN)) return true;
+        if ((name === 'skip' || name === 'include' || name === 'defer') && directive.arguments?.some((a) => a.value.kind !== Kind.BOOLEAN)) return true;
       }
       if (selection.kind !== Kind.FRAGMENT_SPREAD && selection.selectionSet !== undefined) pending.push(selection.selectionSet);
     }
