@@ -124,6 +124,15 @@ describe('a list field’s size', () => {
     expect(costOf('{ bySize(first: { n: 50000 }) { id } }')).toEqual({ api: 10 }); // Number({…}) is NaN: the assumed size
   });
 
+  it("reads a custom scalar's object as Number() and parseInt read it", () => {
+    const query = 'query ($n: Size) { bySize(first: $n) { id } }';
+    // Values a custom scalar's parseValue could return: they reach the pricer as objects.
+    expect(costOf(query, { n: { [Symbol.toPrimitive]: () => 40 } })).toEqual({ api: 40 });
+    expect(costOf(query, { n: { toString: () => '30' } })).toEqual({ api: 30 }); // Number() falls back to toString
+    expect(costOf(query, { n: { valueOf: () => 20n } })).toEqual({ api: 20 });
+    expect(costOf(query, { n: Object.create(null) as object })).toEqual({ api: 10 }); // converts to nothing: the assumed size
+  });
+
   it('reads a custom scalar variable of every JSON kind the same way', () => {
     const query = 'query ($n: Size) { bySize(first: $n) { id } }';
     expect(costOf(query, { n: [50000] })).toEqual({ api: 50000 });

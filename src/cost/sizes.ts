@@ -84,17 +84,19 @@ function stringSize(text: string): number {
   return a > b ? a : b;
 }
 
+/** What `Number(value)` and `parseFloat(String(value))` read in an object (`valueOf`, `Symbol.toPrimitive`, `toString`): the larger. */
 function objectSize(value: object): number {
-  // Only an object that says what number it is (`valueOf`, `toString`) is one.
-  const valueOf = (value as { valueOf?: unknown }).valueOf;
-  if (typeof valueOf !== 'function' || valueOf === Object.prototype.valueOf) return -1;
+  let size = -1;
   try {
-    const primitive: unknown = valueOf.call(value);
-    if (typeof primitive === 'number') return numberSize(primitive);
-    if (typeof primitive === 'bigint') return primitive < 0n ? -1 : numberSize(Number(primitive));
-    if (typeof primitive === 'string') return stringSize(primitive);
+    size = numberSize(Number(value));
   } catch {
-    // A throwing valueOf says nothing usable.
+    // An object that cannot become a number (no prototype, a throwing valueOf) says nothing usable.
   }
-  return -1;
+  try {
+    const reading = stringSize(String(value));
+    if (reading > size) size = reading;
+  } catch {
+    // Nor one that cannot become a string.
+  }
+  return size;
 }
