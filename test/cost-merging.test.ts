@@ -3,6 +3,7 @@
 // sub-selections merged, in the estimate, the actual cost and fixed costs.
 import { buildSchema, execute, getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { CostModel } from '../src/cost/cost-model.js';
 import { tokenBucketDirectiveTypeDefs } from '../src/directive.js';
 import { pricer } from './support/graphql.js';
 
@@ -127,6 +128,26 @@ describe('fields sharing a response key', () => {
     // graphql-js allows `... on User { f: friends(first: 1) }` beside `... on User { f: friends(first: 1) }` only with equal arguments; sizes from each type's own field
     const query = '{ search(first: 1) { ... on User { f: friends(first: 8) { id } } ... on User { f: friends(first: 8) { name } } } }';
     expect(costOf(query)).toEqual({ api: 9 }); // 1 × (1 + 8 × 1)
+  });
+
+  it("price the first field's arguments, the ones that run, where validation that would refuse the document is off", () => {
+    const model = new CostModel(schema);
+    const price = (query: string) => {
+      const document = parse(query);
+      return Object.fromEntries(model.costOf(document, getOperationAST(document)!));
+    };
+    // users: fixed 2 once; api: the first field's 3 × 1, as graphql-js executes it with its first node's arguments
+    const ran = (query: string): unknown[] => {
+      const seen: unknown[] = [];
+      void execute({ schema, document: parse(query), rootValue: { users: (args: { first: number }) => void seen.push(args.first) } });
+      return seen;
+    };
+    const fragmentFirst = '{ ...U users(first: 100000) { name } } fragment U on Query { users(first: 3) { id } }';
+    expect(ran(fragmentFirst)).toEqual([3]);
+    expect(price(fragmentFirst)).toEqual({ api: 3, users: 2 });
+    const fieldFirst = '{ users(first: 100000) { name } ...U } fragment U on Query { users(first: 3) { id } }';
+    expect(ran(fieldFirst)).toEqual([100000]);
+    expect(price(fieldFirst)).toEqual({ api: 100000, users: 2 });
   });
 
   it('price a fragment spread twice and the same fragment inside another once', () => {

@@ -211,6 +211,15 @@ describe('@listSize(sizedFields:)', () => {
     expect(costOf('{ conn(first: 2) { ... on Conn { edges { cursor } } } }')).toEqual({ api: 3 });
   });
 
+  it('sizes sized fields merged under one response key once, as they run once', () => {
+    // conn 1 × (1 + edges 4 × (1 + node 1)) = 9, as `{ conn(first: 4) { edges { cursor node { id } } } }`
+    expect(costOf('{ conn(first: 4) { edges { cursor } ...E } } fragment E on Conn { edges { node { id } } }')).toEqual({ api: 9 });
+    expect(costOf('{ conn(first: 4) { edges { cursor node { id } } } }')).toEqual({ api: 9 });
+    // Under many connections of distinct sizes: a (size 2) 1 + 2 × 2, b (size 3) 1 + 3 × 2
+    const query = '{ a: conn(first: 2) { ...E edges { cursor } } b: conn(first: 3) { edges { cursor } ...E } } fragment E on Conn { edges { node { id } } }';
+    expect(costOf(query)).toEqual({ api: 12 });
+  });
+
   it("takes the sized field's own slicing argument when the query gives a larger one", () => {
     expect(costOf('{ conn(first: 1) { edges(first: 1000) { cursor } } }')).toEqual({ api: 1001 }); // 1 + 1000 × 1
     expect(costOf('{ conn(first: 5) { edges(first: 2) { cursor } } }')).toEqual({ api: 6 }); // 1 + 5 × 1
