@@ -6,7 +6,7 @@ import { measureResponse } from './measure-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
 import type { CompositeCost, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
 import { FieldCollector } from './collect-fields.js';
-import { hasVariableConditions, selectionSetIds, sharesSelectionSets } from './selections.js';
+import { conditionVariables, selectionSetIds, sharesSelectionSets } from './selections.js';
 import type { SelectionSetIds } from './selections.js';
 
 export type { TokenBucketAnnotation } from './schema-costs.js';
@@ -34,9 +34,14 @@ interface DocumentInfo {
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   readonly sharesSelectionSets: boolean;
   readonly selectionSets: SelectionSetIds;
-  /** What each selection set collects, kept with the document when no `@skip`/`@include` reads a variable; else null. */
-  readonly collector: FieldCollector | null;
+  /** The variables `@skip`, `@include` and `@defer` read. */
+  readonly conditions: readonly string[];
+  /** What each selection set collects, kept with the document per truth of those variables (a few readings at most). */
+  readonly collectors: Map<string, FieldCollector>;
 }
+
+/** Readings of a document's condition variables whose collected fields are kept; past this, each request collects its own. */
+const MAX_COLLECTORS = 16;
 
 interface Variables {
   readonly coerced: Readonly<Record<string, unknown>>;
@@ -102,7 +107,8 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    const { fragments, sharesSelectionSets, selectionSets, collector } = this.documentInfo(document);
+    const info = this.documentInfo(document);
+    const { fragments, sharesSelectionSets, selectionSets } = info;
     const { coerced, raw } = this.coerce(operation, variables);
     const { charges, touched } = measureOperation(
       {
@@ -115,7 +121,7 @@ export class CostModel {
         variables: coerced,
         rawVariables: raw ?? NO_VARIABLES,
         arguments: new ArgumentPricer(raw, operation.variableDefinitions),
-        collector: collector ?? undefined,
+        collector: this.collector(info, coerced),
       },
       operation.selectionSet,
       root,
@@ -215,6 +221,21 @@ export class CostModel {
     return { coerced: NO_VARIABLES, raw: coerced.errors.some(outOfStack) ? values : null };
   }
 
+  /** The document's collected fields for these variables: kept per truth of its condition variables. */
+  private collector(info: DocumentInfo, variables: Readonly<Record<string, unknown>>): FieldCollector {
+    let key = '';
+    for (const name of info.conditions) {
+      const value = variables[name];
+      key += value === true ? 't' : value === false ? 'f' : 'u';
+    }
+    let collector = info.collectors.get(key);
+    if (collector === undefined) {
+      collector = new FieldCollector(this.costs, info.fragments, variables, info.selectionSets.ids);
+      if (info.collectors.size < MAX_COLLECTORS) info.collectors.set(key, collector);
+    }
+    return collector;
+  }
+
   private documentInfo(document: DocumentNode): DocumentInfo {
     let info = this.documents.get(document);
     if (info === undefined) {
@@ -223,8 +244,7 @@ export class CostModel {
         if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
       }
       const selectionSets = selectionSetIds(document);
-      const collector = hasVariableConditions(document) ? null : new FieldCollector(this.costs, fragments, NO_VARIABLES, selectionSets.ids);
-      info = { fragments, sharesSelectionSets: sharesSelectionSets(document), selectionSets, collector };
+      info = { fragments, sharesSelectionSets: sharesSelectionSets(document), selectionSets, conditions: conditionVariables(document), collectors: new Map() };
       this.documents.set(document, info);
     }
     return info;

@@ -246,11 +246,12 @@ export class NarrowerConditions {
 }
 
 /**
- * Whether a `@skip`, `@include` or `@defer` of the document reads a variable: only
- * then does what a selection set collects depend on the request, so
- * otherwise the collected fields are kept with the document.
+ * The variables a `@skip`, `@include` or `@defer` of the document reads:
+ * what a selection set collects depends on the request only through them,
+ * and only through whether each is true, false or neither.
  */
-export function hasVariableConditions(document: DocumentNode): boolean {
+export function conditionVariables(document: DocumentNode): readonly string[] {
+  const names = new Set<string>();
   const pending: SelectionSetNode[] = [];
   for (const definition of document.definitions) {
     if (definition.kind === Kind.OPERATION_DEFINITION || definition.kind === Kind.FRAGMENT_DEFINITION) pending.push(definition.selectionSet);
@@ -262,12 +263,13 @@ export function hasVariableConditions(document: DocumentNode): boolean {
     for (const selection of selectionSet.selections) {
       for (const directive of selection.directives ?? []) {
         const name = directive.name.value;
-        if ((name === 'skip' || name === 'include' || name === 'defer') && directive.arguments?.some((a) => a.value.kind !== Kind.BOOLEAN)) return true;
+        if (name !== 'skip' && name !== 'include' && name !== 'defer') continue;
+        for (const argument of directive.arguments ?? []) if (argument.value.kind === Kind.VARIABLE) names.add(argument.value.name.value);
       }
       if (selection.kind !== Kind.FRAGMENT_SPREAD && selection.selectionSet !== undefined) pending.push(selection.selectionSet);
     }
   }
-  return false;
+  return [...names];
 }
 
 /** Saturating arithmetic: totals stay finite and comparable however large an operation is. */
