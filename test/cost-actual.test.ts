@@ -194,3 +194,38 @@ describe('actualCostOf of objects whose type the response does not tell', () => 
     expect(priceMs, `actualCostOf ${priceMs.toFixed(1)} ms, execute ${executeMs.toFixed(1)} ms`).toBeLessThan(3 * executeMs + 20);
   });
 });
+
+describe('actualCostOf on an interface of many types', () => {
+  // 60 types in two classes: T0…T29 weigh `score` 5, T30…T59 weigh it 0.
+  const types = Array.from({ length: 60 }, (_, i) => `type T${i} implements Node { id: ID score: Int${i < 30 ? ' @cost(weight: "5")' : ''} extra: Int }`);
+  const { costOf, actualCostOf } = pricer(
+    costSchema(`
+      type Query @tokenBucket(name: "api") { node(id: ID): Node }
+      interface Node { id: ID score: Int }
+      ${types.join('\n')}
+    `),
+  );
+
+  it('prices each object as its own type where __typename names it, a type of its class standing for it', () => {
+    const query = `{ ${Array.from({ length: 40 }, (_, i) => `a${i}: node(id: "${i}") { __typename score }`).join(' ')} }`;
+    // 40 × (Node 1 + score at most 5) = 240
+    expect(costOf(query)).toEqual({ api: 240 });
+    const data = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, { __typename: `T${Math.floor(i * 1.5)}`, score: 1 }]));
+    // a0…a19 name T0…T28 (score 5): 20 × 6; a20…a39 name T30…T58 (score 0): 20 × 1
+    expect(actualCostOf(query, data)).toEqual({ api: 140 });
+  });
+
+  it('prices an object whose type nothing tells as the most expensive type that could have produced it', () => {
+    const query = `{ ${Array.from({ length: 40 }, (_, i) => `a${i}: node(id: "${i}") { score }`).join(' ')} }`;
+    const data = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, { score: 1 }]));
+    expect(actualCostOf(query, data)).toEqual({ api: 240 }); // 40 × (1 + 5)
+  });
+
+  it('tells a named type apart from its class where a fragment names it', () => {
+    // T40 (class of score 0) with `extra` selected: 1 + extra 0; T41: 1. A T0 object: 1 + 5.
+    const query = '{ a: node(id: "a") { __typename score ... on T40 { extra } } b: node(id: "b") { __typename score ... on T40 { extra } } }';
+    const data = { a: { __typename: 'T40', score: 1, extra: 2 }, b: { __typename: 'T41', score: 1 } };
+    expect(actualCostOf(query, data)).toEqual({ api: 2 });
+    expect(actualCostOf(query, { a: { __typename: 'T0', score: 1 }, b: { __typename: 'T41', score: 1 } })).toEqual({ api: 7 });
+  });
+});

@@ -13,8 +13,13 @@ import { applies, included } from './selections.js';
  * To stay linear however often a fragment is spread, a fragment is kept
  * whole in the plan that spreads it (a `SpreadItem`, priced once per type
  * and reused): only the response keys it shares with the rest of that
- * selection set are taken out of it and merged there. Plans are built
- * without recursion, so no nesting of fragments overflows the stack.
+ * selection set are taken out of it and merged there. Fragments spread
+ * together are merged among themselves once (a combination), and a large
+ * plan is a tree of segments, so a fragment less a key is priced again only
+ * along that key's segments. A deferred fragment (`@defer`) merges with
+ * nothing outside it: an executor with incremental delivery runs it apart.
+ * Plans are built without recursion, so no nesting of fragments overflows
+ * the stack.
  */
 
 /** Selection sets whose fields merge: a field's own, or those of every field sharing one response key. Equal content, one group. */
