@@ -29,6 +29,8 @@ import type {
   GraphQLSchema,
 } from 'graphql';
 import { costDirectiveNames } from './cost-directives.js';
+import { requiredSelectionCosts } from './required-selections.js';
+import type { RequiredSelections } from './required-selections.js';
 import { sat } from './selections.js';
 
 /** One `@tokenBucket` as written in the schema. */
@@ -39,6 +41,22 @@ export interface TokenBucketAnnotation {
   bucket: string;
   /** The fixed cost, or null when the field's complexity is charged. */
   cost: number | null;
+  /** Set when the rule comes from the `rules` option rather than a directive. */
+  fromRules?: true;
+}
+
+/** A bucket rule given without a directive, by schema coordinate (`rules` option). */
+export interface CoordinateRule {
+  readonly bucket: string;
+  readonly cost: number | null;
+}
+
+/** What a schema's directives do not say, given beside it. */
+export interface SchemaCostExtras {
+  /** `'Query.search'` or `'Query'` → rules, as `@tokenBucket` there would say. An unknown coordinate is an error. */
+  readonly rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
+  /** Federation: the selection a field's resolver needs from other subgraphs (`@requires`), which it also pays for. */
+  readonly requires?: RequiredSelections | undefined;
 }
 
 /** A bucket a field charges: by index into `SchemaCosts.bucketNames`. */
@@ -187,6 +205,7 @@ interface ListSizeRule {
 const NO_RULES: readonly BucketRule[] = Object.freeze([]);
 const NO_SLICING: readonly SlicingArgument[] = Object.freeze([]);
 const FIRST_VARIABLE: readonly number[] = Object.freeze([0]);
+const ENTITIES_SLICING: readonly string[] = Object.freeze(['representations']);
 const NO_VARIABLES: readonly number[] = Object.freeze([]);
 
 /**
@@ -194,8 +213,13 @@ const NO_VARIABLES: readonly number[] = Object.freeze([]);
  * flattens them into per-field lookups, so that pricing an operation never
  * touches a directive.
  */
-export function compileSchemaCosts(schema: GraphQLSchema, defaultListSize: number, chargeIntrospection = true): SchemaCosts {
-  return new Compiler(schema, defaultListSize, chargeIntrospection).compile();
+export function compileSchemaCosts(
+  schema: GraphQLSchema,
+  defaultListSize: number,
+  chargeIntrospection = true,
+  extras: SchemaCostExtras = {},
+): SchemaCosts {
+  return new Compiler(schema, defaultListSize, chargeIntrospection, extras).compile();
 }
 
 class Compiler {
@@ -210,6 +234,8 @@ class Compiler {
   private readonly shapes = new Map<FieldCost, number>();
   private readonly shapeKeys = new Map<string, number>();
   private readonly inputKeys = new Map<InputCost, string>();
+  /** The coordinates of `extras.rules` found in the schema. */
+  private readonly ruled = new Set<string>();
   /** What each introspection list can hold in this schema, once one is priced. */
   private introspectionSizes: ReadonlyMap<string, number> | null = null;
 
@@ -217,6 +243,7 @@ class Compiler {
     private readonly schema: GraphQLSchema,
     private readonly defaultListSize: number,
     private readonly chargeIntrospection: boolean,
+    private readonly extras: SchemaCostExtras,
   ) {
     const names = costDirectiveNames(schema);
     this.costName = names.cost;
@@ -231,6 +258,11 @@ class Compiler {
         for (const field of Object.values(type.getFields())) {
           this.bucketsOf.set(field, this.readTokenBuckets(field, `${type.name}.${field.name}`));
         }
+      }
+    }
+    for (const coordinate of this.extras.rules?.keys() ?? []) {
+      if (!this.ruled.has(coordinate)) {
+        throw new Error(`rules: "${coordinate}" is not an object type, an interface or one of their fields in the schema`);
       }
     }
 
@@ -270,6 +302,13 @@ class Compiler {
         if (byName === undefined || byName === null) continue;
         for (const field of Object.values(type.getFields())) byName.set(field.name, this.fieldCost(type, field));
         byName.set(TypeNameMetaFieldDef.name, this.typenameCost(type));
+      }
+    }
+    if (this.extras.requires !== undefined) {
+      // A field's resolver runs only once the gateway fetched what it requires: that work is the field's too.
+      for (const [field, extra] of requiredSelectionCosts(composites, this.extras.requires, this.defaultListSize)) {
+        const owner = composites.get(field.owner);
+        owner?.fields?.set(field.cost.name, { ...field.cost, weight: field.cost.weight + extra });
       }
     }
 
@@ -331,7 +370,8 @@ class Compiler {
     for (let level = 1; level < listDepth; level++) innerCount = sat(innerCount * (assumedSize ?? this.defaultListSize));
 
     const sized = listSize?.sizedFields != null ? this.sizedFields(type, listSize.sizedFields, coordinate) : null;
-    const slicing = listDepth > 0 || sized !== null ? this.slicing(field, listSize?.slicingArguments ?? null, coordinate) : NO_SLICING;
+    const slicingArguments = listSize?.slicingArguments ?? (this.isEntities(owner, field) ? ENTITIES_SLICING : null);
+    const slicing = listDepth > 0 || sized !== null ? this.slicing(field, slicingArguments, coordinate) : NO_SLICING;
 
     return {
       name: field.name,
@@ -347,6 +387,17 @@ class Compiler {
       rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
       arguments: this.argumentCosts(field, interfaceFields, coordinate),
     };
+  }
+
+  /**
+   * A subgraph's `_entities(representations:)` returns one entity per
+   * representation: the gateway's list is its size (a list argument counts
+   * its elements), not an assumed one.
+   */
+  private isEntities(owner: GraphQLObjectType | null, field: GraphQLField<unknown, unknown>): boolean {
+    if (owner === null || owner !== this.schema.getQueryType() || field.name !== '_entities') return false;
+    const representations = field.args.find((a) => a.name === 'representations');
+    return representations !== undefined && isListType(getNullableType(representations.type));
   }
 
   /**
@@ -514,6 +565,20 @@ class Compiler {
       }
       rules.push(Object.freeze({ bucket: index, cost: fixed }));
       this.annotations.push(Object.freeze({ coordinate, bucket, cost: fixed }));
+    }
+    const given = this.extras.rules?.get(coordinate);
+    if (given !== undefined) {
+      this.ruled.add(coordinate);
+      for (const { bucket, cost } of given) {
+        const index = this.bucketIndexOf(bucket);
+        const same = rules.find((r) => r.bucket === index);
+        if (same !== undefined) {
+          if (same.cost === cost) continue;
+          throw new Error(`rules["${coordinate}"]: bucket "${bucket}" is given twice with different costs (a rule and a @tokenBucket, or two rules)`);
+        }
+        rules.push(Object.freeze({ bucket: index, cost }));
+        this.annotations.push(Object.freeze({ coordinate, bucket, cost, fromRules: true as const }));
+      }
     }
     return rules.length === 0 ? NO_RULES : Object.freeze(rules);
   }

@@ -1,0 +1,131 @@
+import { Kind, buildASTSchema, parse, valueFromASTUntyped, visit } from 'graphql';
+import type { ConstDirectiveNode, DocumentNode, FieldDefinitionNode, FieldNode, GraphQLSchema, SelectionNode } from 'graphql';
+import { importedNames, parseSpecUrl } from './cost-directives.js';
+import type { RequiredSelections } from './required-selections.js';
+
+/** The schema a federated graph is priced against, and what its `@requires` fields need fetched first. */
+export interface PricingSource {
+  readonly schema: GraphQLSchema;
+  readonly requires?: RequiredSelections | undefined;
+}
+
+const JOIN_SPEC = 'specs.apollo.dev/join';
+const TOKEN_BUCKET = 'tokenBucket';
+
+/**
+ * A supergraph SDL (Apollo Gateway's `coreSupergraphSdl`) as the cost model
+ * reads it. The API schema a gateway serves has every directive stripped;
+ * the supergraph keeps `@cost` and `@listSize` under the names its `@link`
+ * gives them, `@tokenBucket` wherever `@composeDirective` brought it (under
+ * any URL: the directive imported as `@tokenBucket`, renamed or not), and
+ * each field's `@join__field(requires:)`.
+ *
+ * Throws a `GraphQLError` (a syntax or schema error) for an SDL that is not
+ * a supergraph graphql-js can build.
+ */
+export function supergraphPricing(sdl: string): PricingSource {
+  let document = parse(sdl, { noLocation: true });
+  const links = schemaLinks(document);
+  let joinNamespace = 'join';
+  let tokenBucketName: string | null = null;
+  for (const link of links) {
+    const spec = typeof link['url'] === 'string' ? parseSpecUrl(link['url']) : null;
+    if (spec === null) continue;
+    const as = typeof link['as'] === 'string' && link['as'] !== '' ? link['as'] : spec.name;
+    if (spec.identity === JOIN_SPEC) joinNamespace = as;
+    const imported = importedNames(link['import']).get(TOKEN_BUCKET);
+    if (imported !== undefined) tokenBucketName = imported;
+    else if (spec.name === TOKEN_BUCKET && tokenBucketName === null) tokenBucketName = as;
+  }
+  if (tokenBucketName !== null && tokenBucketName !== TOKEN_BUCKET && !declares(document, TOKEN_BUCKET)) {
+    document = renameDirective(document, tokenBucketName, TOKEN_BUCKET);
+  }
+  const requires = joinRequires(document, `${joinNamespace}__field`);
+  return { schema: buildASTSchema(document), requires };
+}
+
+/**
+ * A schema stitched from subgraphs (Hive Gateway's unified schema) as the
+ * cost model reads it: the schema itself, which keeps the subgraphs'
+ * directives, and from its stitching information the selection each field
+ * needs from other subgraphs (its `@requires`, and the keys to find it by).
+ */
+export function stitchedPricing(schema: GraphQLSchema): PricingSource {
+  const info = (schema.extensions as { stitchingInfo?: { fieldNodesByField?: unknown } } | undefined)?.stitchingInfo;
+  const byField = info?.fieldNodesByField;
+  if (byField === null || typeof byField !== 'object') return { schema };
+  const requires = new Map<string, readonly SelectionNode[]>();
+  for (const [type, fields] of Object.entries(byField as Record<string, unknown>)) {
+    if (fields === null || typeof fields !== 'object') continue;
+    for (const [field, nodes] of Object.entries(fields as Record<string, unknown>)) {
+      if (Array.isArray(nodes) && nodes.length > 0) requires.set(`${type}.${field}`, nodes as FieldNode[]);
+    }
+  }
+  return { schema, requires };
+}
+
+/** The arguments of every `@link` on the schema definition and its extensions. */
+function schemaLinks(document: DocumentNode): Record<string, unknown>[] {
+  const links: Record<string, unknown>[] = [];
+  for (const definition of document.definitions) {
+    if (definition.kind !== Kind.SCHEMA_DEFINITION && definition.kind !== Kind.SCHEMA_EXTENSION) continue;
+    for (const directive of definition.directives ?? []) {
+      if (directive.name.value === 'link') links.push(directiveArguments(directive));
+    }
+  }
+  return links;
+}
+
+function directiveArguments(directive: ConstDirectiveNode): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  for (const argument of directive.arguments ?? []) args[argument.name.value] = valueFromASTUntyped(argument.value);
+  return args;
+}
+
+function declares(document: DocumentNode, name: string): boolean {
+  return document.definitions.some((d) => d.kind === Kind.DIRECTIVE_DEFINITION && d.name.value === name);
+}
+
+function renameDirective(document: DocumentNode, from: string, to: string): DocumentNode {
+  const renamed = (node: { name: { value: string } }) => (node.name.value === from ? { ...node, name: { ...node.name, value: to } } : undefined);
+  return visit(document, { DirectiveDefinition: renamed, Directive: renamed });
+}
+
+/** `@join__field(requires: "weight dimensions { size }")` of every field, by coordinate (every subgraph's, together). */
+function joinRequires(document: DocumentNode, joinField: string): RequiredSelections {
+  const requires = new Map<string, SelectionNode[]>();
+  for (const definition of document.definitions) {
+    switch (definition.kind) {
+      case Kind.OBJECT_TYPE_DEFINITION:
+      case Kind.OBJECT_TYPE_EXTENSION:
+      case Kind.INTERFACE_TYPE_DEFINITION:
+      case Kind.INTERFACE_TYPE_EXTENSION:
+        for (const field of definition.fields ?? []) addRequires(requires, `${definition.name.value}.${field.name.value}`, field, joinField);
+        break;
+      default:
+    }
+  }
+  return requires;
+}
+
+function addRequires(requires: Map<string, SelectionNode[]>, coordinate: string, field: FieldDefinitionNode, joinField: string): void {
+  for (const directive of field.directives ?? []) {
+    if (directive.name.value !== joinField) continue;
+    const fields = directiveArguments(directive)['requires'];
+    if (typeof fields !== 'string' || fields.trim() === '') continue;
+    const selections = fieldSet(fields, coordinate);
+    const known = requires.get(coordinate);
+    if (known === undefined) requires.set(coordinate, [...selections]);
+    else known.push(...selections);
+  }
+}
+
+/** A federation field set (`"a b { c }"`) as the selections of a selection set. */
+function fieldSet(fields: string, coordinate: string): readonly SelectionNode[] {
+  const document = parse(`{${fields}}`, { noLocation: true });
+  const [operation] = document.definitions;
+  if (operation?.kind !== Kind.OPERATION_DEFINITION || document.definitions.length !== 1) {
+    throw new Error(`@requires on ${coordinate}: "${fields}" is not a field set`);
+  }
+  return operation.selectionSet.selections;
+}
