@@ -63,7 +63,7 @@ async function gateway(supergraphSdl: string, options: Options = {}): Promise<Ga
     plugins: [
       tokenBucketPlugin({
         store: new RedisStore(redis, { prefix: uniquePrefix('apollo-gateway') }),
-        buckets: [new TokenBucket('api', 1000, Rate.perMinute(1000))],
+        buckets: [new TokenBucket('api', 1000, Rate.perHour(1))],
         identify: ({ request }: GraphQLRequestContext<object>) => request.http?.headers.get('x-user-id') ?? 'anonymous',
         reportCost: true,
         ...options,
@@ -142,7 +142,7 @@ describe('Apollo Gateway: priced from the supergraph', () => {
       plugins: [
         tokenBucketPlugin({
           store: new RedisStore(redis, { prefix: uniquePrefix('apollo-gateway') }),
-          buckets: [new TokenBucket('api', 1000, Rate.perMinute(1000))],
+          buckets: [new TokenBucket('api', 1000, Rate.perHour(1))],
           identify: () => 'x',
         }),
       ],
@@ -173,7 +173,7 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     const sdl = subgraphs.compose({ products: typeDefs });
     expect(sdl).not.toContain('tokenBucket');
     const { endpoint } = await gateway(sdl, {
-      buckets: [new TokenBucket('api', 1000, Rate.perMinute(1000)), new TokenBucket('lookups', 5, Rate.perMinute(5))],
+      buckets: [new TokenBucket('api', 1000, Rate.perHour(1)), new TokenBucket('lookups', 5, Rate.perMinute(5))],
       rules: { Query: { bucket: 'api' }, 'Query.product': [{ bucket: 'lookups', cost: 1 }] },
     });
     const answer = await endpoint.post({ query: '{ products(first: 3) { id } product(id: "1") { name shippingEstimate } }' }, { ...user(), 'graphql-cost': 'validate' });

@@ -49,7 +49,8 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           let source: PricingSource | undefined;
           try {
             // A gateway's API schema has every directive stripped: its supergraph is what is priced.
-            source = coreSupergraphSdl === undefined ? undefined : supergraphPricing(coreSupergraphSdl);
+            // (A gateway of the application's own may hand over no SDL: its API schema is priced then.)
+            source = coreSupergraphSdl === undefined || coreSupergraphSdl.trim() === '' ? undefined : supergraphPricing(coreSupergraphSdl);
           } catch (error) {
             if (first) throw error;
             limiter.refuse(apiSchema, error, logger);

@@ -143,7 +143,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       if (!isSchema(schema)) return;
       // A schema stitched from subgraphs (Hive Gateway's) also says what each field needs from the others.
       const source = schema.extensions['stitchingInfo'] === undefined ? undefined : stitchedPricing(schema);
-      if (!loaded && creating) {
+      // A gateway's schema (stitched, Hive Gateway's) arrives after start-up, whenever its plugins were set up.
+      if (!loaded && creating && source === undefined) {
         // The first schema is checked strictly: a faulty annotation fails the server's creation.
         limiter.load(schema, source);
       } else {
