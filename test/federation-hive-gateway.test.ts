@@ -17,14 +17,15 @@ import type { CapturedLogger, ResponseBody } from './support/graphql.js';
 
 const redis = redisClient(inject('redisUrl'));
 let subgraphs: Subgraphs;
+let renamed: Subgraphs;
 const disposals: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  subgraphs = await startSubgraphs();
+  [subgraphs, renamed] = await Promise.all([startSubgraphs(), startSubgraphs({ renamed: true })]);
 });
 afterAll(async () => {
   await Promise.all(disposals.splice(0).map((dispose) => dispose()));
-  await subgraphs.stop();
+  await Promise.all([subgraphs.stop(), renamed.stop()]);
   redis.disconnect();
 });
 beforeEach(() => subgraphs.work.reset());
@@ -94,6 +95,12 @@ describe('Hive Gateway: priced before the plan runs', () => {
       expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost, remaining: 1000, capacity: 1000 } });
     }
     expect(subgraphs.work.total).toBe(0);
+  });
+
+  it('reads @cost, @listSize and @tokenBucket imported under other names', async () => {
+    // The unified schema keeps @weight, @size and @limit but not the @link naming them: each is known by its shape.
+    const answer = await hive(renamed.compose()).post(EXAMPLE_QUERY, { ...user(), 'graphql-cost': 'validate' });
+    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 63, remaining: 1000, capacity: 1000 } });
   });
 
   it('runs the plan once admitted; refunds price the response the gateway sends', async () => {

@@ -1,5 +1,6 @@
+import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { Kind, buildASTSchema, parse, valueFromASTUntyped, visit } from 'graphql';
-import type { ConstDirectiveNode, DocumentNode, FieldDefinitionNode, FieldNode, GraphQLSchema, SelectionNode } from 'graphql';
+import type { ConstDirectiveNode, DocumentNode, FieldDefinitionNode, FieldNode, GraphQLDirective, GraphQLSchema, SelectionNode } from 'graphql';
 import { importedNames, parseSpecUrl } from './cost-directives.js';
 import type { RequiredSelections } from './required-selections.js';
 
@@ -51,9 +52,10 @@ export function supergraphPricing(sdl: string): PricingSource {
  * needs from other subgraphs (its `@requires`, and the keys to find it by).
  */
 export function stitchedPricing(schema: GraphQLSchema): PricingSource {
+  const pricing = withOwnDirectiveNames(schema);
   const info = (schema.extensions as { stitchingInfo?: { fieldNodesByField?: unknown } } | undefined)?.stitchingInfo;
   const byField = info?.fieldNodesByField;
-  if (byField === null || typeof byField !== 'object') return { schema };
+  if (byField === null || typeof byField !== 'object') return { schema: pricing };
   const requires = new Map<string, readonly SelectionNode[]>();
   for (const [type, fields] of Object.entries(byField as Record<string, unknown>)) {
     if (fields === null || typeof fields !== 'object') continue;
@@ -61,7 +63,34 @@ export function stitchedPricing(schema: GraphQLSchema): PricingSource {
       if (Array.isArray(nodes) && nodes.length > 0) requires.set(`${type}.${field}`, nodes as FieldNode[]);
     }
   }
-  return { schema, requires };
+  return { schema: pricing, requires };
+}
+
+/** What tells each directive apart by its arguments, when no `@link` says which is which. */
+const SHAPES: readonly { name: string; is: (directive: GraphQLDirective) => boolean }[] = [
+  { name: TOKEN_BUCKET, is: (d) => d.args.length === 2 && d.args.some((a) => a.name === 'name') && d.args.some((a) => a.name === 'cost') },
+  { name: 'cost', is: (d) => d.args.length === 1 && d.args[0]?.name === 'weight' },
+  { name: 'listSize', is: (d) => d.args.some((a) => a.name === 'assumedSize') && d.args.some((a) => a.name === 'slicingArguments') },
+];
+
+/**
+ * A stitched schema keeps the subgraphs' directives under the names they
+ * imported them by (`@weight` for `@cost`) but not the `@link` that says so:
+ * a directive that is the only one of its shape is read under its own name
+ * (the schema rebuilt from its SDL for pricing), so a renamed import is
+ * never silently left unpriced.
+ */
+function withOwnDirectiveNames(schema: GraphQLSchema): GraphQLSchema {
+  const renames: [string, string][] = [];
+  for (const { name, is } of SHAPES) {
+    if (schema.getDirective(name) !== undefined) continue;
+    const candidates = schema.getDirectives().filter(is);
+    if (candidates.length === 1 && candidates[0] !== undefined) renames.push([candidates[0].name, name]);
+  }
+  if (renames.length === 0) return schema;
+  let document = parse(printSchemaWithDirectives(schema), { noLocation: true });
+  for (const [from, to] of renames) document = renameDirective(document, from, to);
+  return buildASTSchema(document, { assumeValidSDL: true });
 }
 
 /** The arguments of every `@link` on the schema definition and its extensions. */
