@@ -13,7 +13,7 @@ import { redisClient, uniquePrefix } from './support/clients.js';
 import { EXAMPLE_QUERY, startSubgraphs } from './support/federation.js';
 import type { Subgraphs } from './support/federation.js';
 import { captureLogger, serveHttp } from './support/graphql.js';
-import type { CapturedLogger, HttpEndpoint } from './support/graphql.js';
+import type { CapturedLogger, HttpEndpoint, ResponseBody } from './support/graphql.js';
 
 const redis = redisClient(inject('redisUrl'));
 let subgraphs: Subgraphs;
@@ -123,6 +123,17 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     const never = await endpoint.post({ query: firstOf(30) }, user());
     expect(never.status).toBe(429);
     expect(never.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, cost: 630 });
+    expect(subgraphs.work.total).toBe(0);
+  });
+
+  it('a GET is priced like a POST', async () => {
+    const { endpoint } = await gateway(subgraphs.compose(), { buckets: [new TokenBucket('api', 100, Rate.perMinute(10))] });
+    const url = new URL(endpoint.url);
+    url.searchParams.set('query', firstOf(30));
+    const get = await fetch(url, { headers: { 'apollo-require-preflight': 'true', ...user() } });
+    // 630 > 100: never.
+    expect(get.status).toBe(429);
+    expect(((await get.json()) as ResponseBody).errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', cost: 630, retryAfter: null });
     expect(subgraphs.work.total).toBe(0);
   });
 

@@ -44,7 +44,7 @@ interface Answer {
 
 type Context = YogaInitialContext;
 
-function hive(supergraph: string, options: Partial<UseTokenBucketOptions<Context>> = {}): { post(query: string, headers: Record<string, string>): Promise<Answer>; logger: CapturedLogger } {
+function hive(supergraph: string, options: Partial<UseTokenBucketOptions<Context>> = {}): { post(query: string, headers: Record<string, string>): Promise<Answer>; get(query: string, headers: Record<string, string>): Promise<Answer>; logger: CapturedLogger } {
   const logger = captureLogger();
   const gateway = createGatewayRuntime({
     supergraph,
@@ -70,6 +70,12 @@ function hive(supergraph: string, options: Partial<UseTokenBucketOptions<Context
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
         body: JSON.stringify({ query }),
+      });
+      return { status: response.status, headers: response.headers, body: (await response.json()) as ResponseBody };
+    },
+    async get(query, headers) {
+      const response = await gateway.fetch(`http://gateway.test/graphql?query=${encodeURIComponent(query)}`, {
+        headers: { accept: 'application/graphql-response+json', ...headers },
       });
       return { status: response.status, headers: response.headers, body: (await response.json()) as ResponseBody };
     },
@@ -127,6 +133,15 @@ describe('Hive Gateway: priced before the plan runs', () => {
     expect(subgraphs.work.total).toBe(0);
   });
 
+  it('a GET is priced like a POST', async () => {
+    const gateway = hive(subgraphs.compose(), { buckets: [new TokenBucket('api', 100, Rate.perMinute(10))] });
+    const answer = await gateway.get(firstOf(30), user());
+    // 630 > 100: never.
+    expect(answer.status).toBe(429);
+    expect(answer.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', cost: 630, retryAfter: null });
+    expect(subgraphs.work.total).toBe(0);
+  });
+
   it('a late schema naming an unknown bucket: logged once, every priced operation answered 503 RATE_LIMITER_UNAVAILABLE', async () => {
     const sdl = subgraphs.compose({ products: subgraphs.typeDefs.products.replace('(name: "api")', '(name: "apii")') });
     const gateway = hive(sdl);
@@ -139,6 +154,46 @@ describe('Hive Gateway: priced before the plan runs', () => {
     expect(gateway.logger.errors).toHaveLength(1);
     expect(gateway.logger.errors[0]).toMatch(/@tokenBucket on Query names bucket "apii", which is not in the plugin's buckets \("api"\)/);
     expect(subgraphs.work.total).toBe(0);
+  });
+
+  it('an update is priced by its own supergraph; one the checks refuse is logged and priced by the last accepted', async () => {
+    let current = subgraphs.compose();
+    const logger = captureLogger();
+    const gateway = createGatewayRuntime({
+      supergraph: () => current,
+      logging: false,
+      plugins: () => [
+        useTokenBucket<Context>({
+          store: new RedisStore(redis, { prefix: uniquePrefix('hive-gateway') }),
+          buckets: [new TokenBucket('api', 1000, Rate.perHour(1))],
+          identify: ({ request }) => request.headers.get('x-user-id') ?? 'anonymous',
+          logger,
+        }),
+      ],
+    });
+    disposals.push(async () => {
+      await gateway.dispose();
+    });
+    const validate = async (): Promise<unknown> => {
+      const response = await gateway.fetch('http://gateway.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'graphql-cost': 'validate', ...user() },
+        body: JSON.stringify({ query: EXAMPLE_QUERY }),
+      });
+      return ((await response.json()) as ResponseBody).extensions?.['rateLimit'];
+    };
+    expect(await validate()).toEqual({ api: { cost: 63, remaining: 1000, capacity: 1000 } });
+    // price weighs 4: 3 × (1 + 4 + 10 + 5 + 2) = 66
+    current = subgraphs.compose({ products: subgraphs.typeDefs.products.replace('price: Int @cost(weight: 3)', 'price: Int @cost(weight: 4)') });
+    gateway.invalidateUnifiedGraph();
+    expect(await validate()).toEqual({ api: { cost: 66, remaining: 1000, capacity: 1000 } });
+    // An unknown bucket on a new field's type-level rule: logged once; the last accepted supergraph still prices (66).
+    current = subgraphs.compose({ products: subgraphs.typeDefs.products.replace('price: Int @cost(weight: 3)', 'price: Int @cost(weight: 4) @tokenBucket(name: "other")') });
+    gateway.invalidateUnifiedGraph();
+    expect(await validate()).toEqual({ api: { cost: 66, remaining: 1000, capacity: 1000 } });
+    expect(await validate()).toEqual({ api: { cost: 66, remaining: 1000, capacity: 1000 } });
+    expect(logger.errors).toHaveLength(1);
+    expect(logger.errors[0]).toMatch(/the updated schema was not accepted.*"other", which is not in the plugin's buckets/);
   });
 
   it('rules: buckets on a unified schema without any @tokenBucket', async () => {

@@ -10,6 +10,7 @@ import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
 import { Limiter } from '../core/limiter.js';
 import { stitchedPricing } from '../cost/federation.js';
+import type { PricingSource } from '../cost/federation.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
@@ -141,15 +142,17 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
 
     onSchemaChange({ schema }) {
       if (!isSchema(schema)) return;
-      // A schema stitched from subgraphs (Hive Gateway's) also says what each field needs from the others.
-      const source = schema.extensions['stitchingInfo'] === undefined ? undefined : stitchedPricing(schema);
-      // A gateway's schema (stitched, Hive Gateway's) arrives after start-up, whenever its plugins were set up.
-      if (!loaded && creating && source === undefined) {
+      // A schema stitched from subgraphs (Hive Gateway's) also says what each field needs from the others;
+      // it arrives after start-up, whenever the gateway's plugins were set up.
+      const stitched = schema.extensions['stitchingInfo'] !== undefined;
+      if (!loaded && creating && !stitched) {
         // The first schema is checked strictly: a faulty annotation fails the server's creation.
-        limiter.load(schema, source);
+        limiter.load(schema);
       } else {
         // Thrown here, the error would answer every request with a bare 500.
+        let source: PricingSource | undefined;
         try {
+          source = stitched ? stitchedPricing(schema) : undefined;
           limiter.modelFor(schema, logger, source);
         } catch (error) {
           limiter.refuse(schema, error, logger, source);
