@@ -183,12 +183,16 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     const typeDefs = subgraphs.typeDefs.products.replace(/@link\(url: "https:\/\/graphql-token-bucket[^\n]*/, '').replace(/directive @tokenBucket[^\n]*/, '').replace(' @tokenBucket(name: "api")', '');
     const sdl = subgraphs.compose({ products: typeDefs });
     expect(sdl).not.toContain('tokenBucket');
-    const { endpoint } = await gateway(sdl, {
+    // Without rules nothing is limited: said once, as a warning.
+    const unlimited = await gateway(sdl);
+    expect(unlimited.logger.warnings.filter((w) => w.includes('names no bucket, so no operation is limited'))).toHaveLength(1);
+    const { endpoint, logger } = await gateway(sdl, {
       buckets: [new TokenBucket('api', 1000, Rate.perHour(1)), new TokenBucket('lookups', 5, Rate.perMinute(5))],
       rules: { Query: { bucket: 'api' }, 'Query.product': [{ bucket: 'lookups', cost: 1 }] },
     });
     const answer = await endpoint.post({ query: '{ products(first: 3) { id } product(id: "1") { name shippingEstimate } }' }, { ...user(), 'graphql-cost': 'validate' });
     // api: products 3 × 1 + product 1 × (1 + shippingEstimate 5 + required weight 2) = 11; lookups: 1
     expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 11, remaining: 1000, capacity: 1000 }, lookups: { cost: 1, remaining: 5, capacity: 5 } });
+    expect(logger.warnings).toEqual([]);
   });
 });

@@ -58,6 +58,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           }
           if (first) limiter.load(apiSchema, source);
           else limiter.modelFor(apiSchema, logger, source);
+          if (source !== undefined) limiter.warnIfUnlimited(apiSchema, logger);
         },
       };
     },

@@ -162,6 +162,7 @@ export class Limiter<TContext> {
   private readonly sources = new WeakMap<GraphQLSchema, PricingSource>();
   /** The newest schema's model that passed the checks: served when a later schema fails them. */
   private lastGood: CostModel | undefined;
+  private warnedUnlimited = false;
   /** The logger of the latest operation: where a failing MeterProvider is reported. */
   private logger: Logger | undefined;
 
@@ -219,6 +220,20 @@ export class Limiter<TContext> {
       this.models.set(schema, pricing);
       return pricing;
     }
+  }
+
+  /**
+   * A gateway's schema in which nothing names a bucket (no `@tokenBucket`
+   * came through composition, no `rules`): every operation would run free,
+   * which the adapter says once, as a warning.
+   */
+  warnIfUnlimited(schema: GraphQLSchema, logger: Logger): void {
+    const model = this.models.get(schema);
+    if (!(model instanceof CostModel) || model.annotations.length > 0 || this.warnedUnlimited) return;
+    this.warnedUnlimited = true;
+    logger.warn(
+      'graphql-token-bucket: the gateway\'s supergraph names no bucket, so no operation is limited: compose @tokenBucket with @link and @composeDirective in a subgraph, or give the plugin rules',
+    );
   }
 
   /**

@@ -154,6 +154,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
         try {
           source = stitched ? stitchedPricing(schema) : undefined;
           limiter.modelFor(schema, logger, source);
+          if (stitched) limiter.warnIfUnlimited(schema, logger);
         } catch (error) {
           limiter.refuse(schema, error, logger, source);
         }
