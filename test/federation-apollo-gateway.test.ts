@@ -82,12 +82,13 @@ function firstOf(n: number): string {
 describe('Apollo Gateway: priced from the supergraph', () => {
   it('prices the operation against the supergraph, scaling with first:, before any subgraph is called', async () => {
     const { endpoint } = await gateway(subgraphs.compose());
-    // first: 1 → 1 × (Product 1 + price 3 + reviews 10 × 1 + shippingEstimate 5 + required weight 2) = 21
-    // first: 3 → 3 × 21 = 63; first: 30 → 30 × 21 = 630
+    // first: 1 → 1 × (Product 1 + price 3 + reviews 10 × 1 + shippingEstimate 5 + required weight 2
+    //                  + entity fetches from reviews and inventory 2) = 23
+    // first: 3 → 3 × 23 = 69; first: 30 → 30 × 23 = 690
     for (const [n, cost] of [
-      [1, 21],
-      [3, 63],
-      [30, 630],
+      [1, 23],
+      [3, 69],
+      [30, 690],
     ] as const) {
       const answer = await endpoint.post({ query: firstOf(n) }, { ...user(), 'graphql-cost': 'validate' });
       expect(answer.status).toBe(200);
@@ -103,8 +104,8 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     expect(answer.status).toBe(200);
     expect(answer.body.errors).toBeUndefined();
     expect((answer.body.data?.['products'] as unknown[]).length).toBe(3);
-    // actual: 3 products × (1 + price 3 + 2 reviews × 1 + shippingEstimate 5 + required weight 2) = 3 × 13 = 39
-    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 63, actualCost: 39, remaining: 961, capacity: 1000 } });
+    // actual: 3 products × (1 + price 3 + 2 reviews × 1 + shippingEstimate 5 + required weight 2 + 2 entity fetches) = 3 × 15 = 45
+    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 69, actualCost: 45, remaining: 955, capacity: 1000 } });
     // products: 1 list + 3 prices + 3 weights; reviews: 3 references + 3 lists; inventory: 3 references + 3 estimates
     expect(subgraphs.work.calls).toEqual({ products: 7, reviews: 6, inventory: 6 });
   });
@@ -117,12 +118,12 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     const denied = await endpoint.post({ query: EXAMPLE_QUERY }, who);
     expect(denied.status).toBe(429);
     expect(Number(denied.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'api', cost: 63 });
+    expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'api', cost: 69 });
     expect(denied.body.data).toBeUndefined();
     // More than the capacity: never, and still nothing called.
     const never = await endpoint.post({ query: firstOf(30) }, user());
     expect(never.status).toBe(429);
-    expect(never.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, cost: 630 });
+    expect(never.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, cost: 690 });
     expect(subgraphs.work.total).toBe(0);
   });
 
@@ -131,17 +132,17 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     const url = new URL(endpoint.url);
     url.searchParams.set('query', firstOf(30));
     const get = await fetch(url, { headers: { 'apollo-require-preflight': 'true', ...user() } });
-    // 630 > 100: never.
+    // 690 > 100: never.
     expect(get.status).toBe(429);
-    expect(((await get.json()) as ResponseBody).errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', cost: 630, retryAfter: null });
+    expect(((await get.json()) as ResponseBody).errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', cost: 690, retryAfter: null });
     expect(subgraphs.work.total).toBe(0);
   });
 
   it('reads @cost, @listSize and @tokenBucket imported under other names', async () => {
     const { endpoint } = await gateway(renamed.compose());
     const answer = await endpoint.post({ query: EXAMPLE_QUERY }, { ...user(), 'graphql-cost': 'validate' });
-    // The same 3 × 21 through @weight, @size and @limit (imported from another URL).
-    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 63, remaining: 1000, capacity: 1000 } });
+    // The same 3 × 23 through @weight, @size and @limit (imported from another URL).
+    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 69, remaining: 1000, capacity: 1000 } });
   });
 
   it('a bucket the plugin does not know fails the start with the plugin message', async () => {
@@ -166,15 +167,15 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     const served = await gateway(subgraphs.compose());
     const validate = async () =>
       ((await served.endpoint.post({ query: EXAMPLE_QUERY }, { ...user(), 'graphql-cost': 'validate' })).body.extensions?.['rateLimit'] as Record<string, { cost: number }>)['api']?.cost;
-    expect(await validate()).toBe(63);
+    expect(await validate()).toBe(69);
 
-    // price weighs 4 instead of 3: 3 × (1 + 4 + 10 + 5 + 2) = 66
+    // price weighs 4 instead of 3: 3 × (1 + 4 + 10 + 5 + 2 + 2) = 72
     served.update(subgraphs.compose({ products: subgraphs.typeDefs.products.replace('price: Int @cost(weight: 3)', 'price: Int @cost(weight: 4)') }));
-    expect(await validate()).toBe(66);
+    expect(await validate()).toBe(72);
 
-    // An unknown bucket: logged once, the last accepted supergraph (66) still prices.
+    // An unknown bucket: logged once, the last accepted supergraph (72) still prices.
     served.update(subgraphs.compose({ products: subgraphs.typeDefs.products.replace('(name: "api")', '(name: "other")').replace('weight: 3', 'weight: 1') }));
-    expect(await validate()).toBe(66);
+    expect(await validate()).toBe(72);
     expect(served.logger.errors.filter((e) => e.includes('the updated schema was not accepted'))).toHaveLength(1);
     expect(served.logger.errors[0]).toMatch(/"other", which is not in the plugin's buckets/);
   });
@@ -191,8 +192,8 @@ describe('Apollo Gateway: priced from the supergraph', () => {
       rules: { Query: { bucket: 'api' }, 'Query.product': [{ bucket: 'lookups', cost: 1 }] },
     });
     const answer = await endpoint.post({ query: '{ products(first: 3) { id } product(id: "1") { name shippingEstimate } }' }, { ...user(), 'graphql-cost': 'validate' });
-    // api: products 3 × 1 + product 1 × (1 + shippingEstimate 5 + required weight 2) = 11; lookups: 1
-    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 11, remaining: 1000, capacity: 1000 }, lookups: { cost: 1, remaining: 5, capacity: 5 } });
+    // api: products 3 × 1 + product 1 × (1 + shippingEstimate 5 + required weight 2 + its entity fetch 1) = 12; lookups: 1
+    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 12, remaining: 1000, capacity: 1000 }, lookups: { cost: 1, remaining: 5, capacity: 5 } });
     expect(logger.warnings).toEqual([]);
   });
 });

@@ -89,12 +89,13 @@ function firstOf(n: number): string {
 describe('Hive Gateway: priced before the plan runs', () => {
   it('prices the operation with its @requires selection, scaling with first:, calling no subgraph', async () => {
     const gateway = hive(subgraphs.compose());
-    // first: 1 → 1 × (Product 1 + price 3 + reviews 10 × 1 + shippingEstimate 5 + required weight 2) = 21
-    // first: 3 → 63; first: 30 → 630
+    // first: 1 → 1 × (Product 1 + price 3 + reviews 10 × 1 + shippingEstimate 5 + required weight 2
+    //                  + entity fetches from reviews and inventory 2) = 23
+    // first: 3 → 69; first: 30 → 690
     for (const [n, cost] of [
-      [1, 21],
-      [3, 63],
-      [30, 630],
+      [1, 23],
+      [3, 69],
+      [30, 690],
     ] as const) {
       const answer = await gateway.post(firstOf(n), { ...user(), 'graphql-cost': 'validate' });
       expect(answer.status).toBe(200);
@@ -106,7 +107,7 @@ describe('Hive Gateway: priced before the plan runs', () => {
   it('reads @cost, @listSize and @tokenBucket imported under other names', async () => {
     // The unified schema keeps @weight, @size and @limit but not the @link naming them: each is known by its shape.
     const answer = await hive(renamed.compose()).post(EXAMPLE_QUERY, { ...user(), 'graphql-cost': 'validate' });
-    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 63, remaining: 1000, capacity: 1000 } });
+    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 69, remaining: 1000, capacity: 1000 } });
   });
 
   it('runs the plan once admitted; refunds price the response the gateway sends', async () => {
@@ -114,8 +115,8 @@ describe('Hive Gateway: priced before the plan runs', () => {
     const answer = await gateway.post(EXAMPLE_QUERY, user());
     expect(answer.status).toBe(200);
     expect(answer.body.errors).toBeUndefined();
-    // actual: 3 × (1 + price 3 + 2 reviews + shippingEstimate 5 + required weight 2) = 39
-    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 63, actualCost: 39, remaining: 961, capacity: 1000 } });
+    // actual: 3 × (1 + price 3 + 2 reviews + shippingEstimate 5 + required weight 2 + 2 entity fetches) = 45
+    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 69, actualCost: 45, remaining: 955, capacity: 1000 } });
     expect(subgraphs.work.calls.inventory).toBeGreaterThan(0);
   });
 
@@ -127,18 +128,18 @@ describe('Hive Gateway: priced before the plan runs', () => {
     const denied = await gateway.post(EXAMPLE_QUERY, who);
     expect(denied.status).toBe(429);
     expect(Number(denied.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'api', cost: 63 });
+    expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'api', cost: 69 });
     const never = await gateway.post(firstOf(30), user());
-    expect(never.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, cost: 630 });
+    expect(never.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: null, cost: 690 });
     expect(subgraphs.work.total).toBe(0);
   });
 
   it('a GET is priced like a POST', async () => {
     const gateway = hive(subgraphs.compose(), { buckets: [new TokenBucket('api', 100, Rate.perMinute(10))] });
     const answer = await gateway.get(firstOf(30), user());
-    // 630 > 100: never.
+    // 690 > 100: never.
     expect(answer.status).toBe(429);
-    expect(answer.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', cost: 630, retryAfter: null });
+    expect(answer.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', cost: 690, retryAfter: null });
     expect(subgraphs.work.total).toBe(0);
   });
 
@@ -182,16 +183,16 @@ describe('Hive Gateway: priced before the plan runs', () => {
       });
       return ((await response.json()) as ResponseBody).extensions?.['rateLimit'];
     };
-    expect(await validate()).toEqual({ api: { cost: 63, remaining: 1000, capacity: 1000 } });
-    // price weighs 4: 3 × (1 + 4 + 10 + 5 + 2) = 66
+    expect(await validate()).toEqual({ api: { cost: 69, remaining: 1000, capacity: 1000 } });
+    // price weighs 4: 3 × (1 + 4 + 10 + 5 + 2 + 2) = 72
     current = subgraphs.compose({ products: subgraphs.typeDefs.products.replace('price: Int @cost(weight: 3)', 'price: Int @cost(weight: 4)') });
     gateway.invalidateUnifiedGraph();
-    expect(await validate()).toEqual({ api: { cost: 66, remaining: 1000, capacity: 1000 } });
+    expect(await validate()).toEqual({ api: { cost: 72, remaining: 1000, capacity: 1000 } });
     // An unknown bucket on a new field's type-level rule: logged once; the last accepted supergraph still prices (66).
     current = subgraphs.compose({ products: subgraphs.typeDefs.products.replace('price: Int @cost(weight: 3)', 'price: Int @cost(weight: 4) @tokenBucket(name: "other")') });
     gateway.invalidateUnifiedGraph();
-    expect(await validate()).toEqual({ api: { cost: 66, remaining: 1000, capacity: 1000 } });
-    expect(await validate()).toEqual({ api: { cost: 66, remaining: 1000, capacity: 1000 } });
+    expect(await validate()).toEqual({ api: { cost: 72, remaining: 1000, capacity: 1000 } });
+    expect(await validate()).toEqual({ api: { cost: 72, remaining: 1000, capacity: 1000 } });
     expect(logger.errors).toHaveLength(1);
     expect(logger.errors[0]).toMatch(/the updated schema was not accepted.*"other", which is not in the plugin's buckets/);
   });
@@ -203,7 +204,7 @@ describe('Hive Gateway: priced before the plan runs', () => {
       rules: { Query: { bucket: 'api' }, 'Query.product': [{ bucket: 'lookups', cost: 1 }] },
     });
     const answer = await gateway.post('{ products(first: 3) { id } product(id: "1") { name shippingEstimate } }', { ...user(), 'graphql-cost': 'validate' });
-    // api: products 3 × 1 + product 1 × (1 + shippingEstimate 5 + required weight 2) = 11; lookups: 1
-    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 11, remaining: 1000, capacity: 1000 }, lookups: { cost: 1, remaining: 5, capacity: 5 } });
+    // api: products 3 × 1 + product 1 × (1 + shippingEstimate 5 + required weight 2 + its entity fetch 1) = 12; lookups: 1
+    expect(answer.body.extensions?.['rateLimit']).toEqual({ api: { cost: 12, remaining: 1000, capacity: 1000 }, lookups: { cost: 1, remaining: 5, capacity: 5 } });
   });
 });

@@ -1,8 +1,8 @@
 // SPEC §7, property: over random operations on the federated graph, what a
 // gateway charges is never below the work the subgraphs' resolvers do
-// together for it (objects returned, weighted fields resolved, the fields
-// @requires makes the gateway fetch included), behind Apollo Gateway and
-// Hive Gateway alike. Resolvers honour the sizes the schema states (first:,
+// together for it (objects returned, entities found again by key for the
+// gateway's fetches, weighted fields resolved, the fields @requires makes the
+// gateway fetch included), behind Apollo Gateway and Hive Gateway alike. Resolvers honour the sizes the schema states (first:,
 // the default list size for reviews): a schema that understates them is the
 // schema's lie, not the pricer's.
 import { ApolloGateway } from '@apollo/gateway';

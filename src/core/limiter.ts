@@ -271,6 +271,7 @@ export class Limiter<TContext> {
       chargeIntrospection: this.settings.chargeIntrospection,
       rules: this.settings.rules,
       requires: source.requires,
+      graphs: source.graphs,
     });
   }
 

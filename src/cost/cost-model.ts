@@ -30,6 +30,8 @@ export interface CostModelOptions {
   rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
   /** Federation: the selection each `@requires` field needs fetched first (`'Type.field'` → selections on `Type`); the field also pays for it. */
   requires?: RequiredSelections | undefined;
+  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each; each object then also pays for the entity fetches its selection needs. */
+  graphs?: ReadonlyMap<string, number> | undefined;
 }
 
 const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -82,6 +84,7 @@ export class CostModel {
     this.costs = compileSchemaCosts(schema, defaultListSize, options.chargeIntrospection !== false, {
       rules: options.rules,
       requires: options.requires,
+      graphs: options.graphs,
     });
     this.annotations = this.costs.annotations;
     this.buckets = new Set(this.costs.bucketNames);

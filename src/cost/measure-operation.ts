@@ -2,6 +2,7 @@ import { Kind, valueFromAST } from 'graphql';
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
 import type { ArgumentPricer } from './argument-costs.js';
 import type { CompositeCost, FieldCost, SchemaCosts, SizedContext, SlicingArgument } from './schema-costs.js';
+import { EntityFetches } from './entity-fetches.js';
 import { childContext } from './sized-contexts.js';
 import { largerSize, sizeOf } from './sizes.js';
 import { included } from './selections.js';
@@ -150,6 +151,12 @@ class Walk {
   private conditions: Map<number, ReadonlySet<string> | null> | null = null;
   /** `typesToPrice` answers where conditions narrow, by content number and type. */
   private typeLists: Map<number, readonly CompositeCost[]> | null = null;
+
+  private entityFetches: EntityFetches | null = null;
+
+  private fetches(): EntityFetches {
+    return (this.entityFetches ??= new EntityFetches(this.input.fragments, this.input.variables));
+  }
 
   constructor(private readonly input: MeasureInput) {
     this.costs = input.costs;
@@ -390,6 +397,8 @@ class Walk {
     if (field.sized !== null && terms !== null) terms = substituteNearest(terms, this.listSize(node, field), stack, sub);
 
     stack[sub] = sat((stack[sub] ?? 0) + field.weight);
+    // Federation: the entity fetches each object costs the gateway.
+    if (field.graphs !== 0) stack[sub] = sat((stack[sub] ?? 0) + this.fetches().perObject(field, [node.selectionSet]));
     const sizedBy = field.isList && frame.context !== null ? frame.context.entries.get(field.name)?.vars : undefined;
     if (sizedBy !== undefined && sizedBy.length > 0) {
       // Sized by an enclosing connection whose size is not known here:

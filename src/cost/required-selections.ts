@@ -1,5 +1,6 @@
 import { Kind } from 'graphql';
 import type { GraphQLNamedType, SelectionNode } from 'graphql';
+import { EntityFetches } from './entity-fetches.js';
 import type { CompositeCost, FieldCost } from './schema-costs.js';
 import { sat } from './selections.js';
 import { sizeOf } from './sizes.js';
@@ -32,6 +33,8 @@ export function requiredSelectionCosts(
   const byName = new Map<string, CompositeCost>();
   for (const composite of types.values()) byName.set(composite.name, composite);
   const extras = new Map<string, number>();
+  // A field set has no fragments and no variables.
+  const fetches = new EntityFetches(new Map(), {});
   const pending = new Set<string>();
 
   const extraOf = (coordinate: string): number => {
@@ -66,7 +69,10 @@ export function requiredSelectionCosts(
       const field = on.fields.get(selection.name.value);
       if (field === undefined) continue;
       const count = field.isList ? sat(listSize(field, defaultListSize) * field.innerCount) : 1;
-      const below = selection.selectionSet !== undefined && field.target !== null ? costOn(field.target, selection.selectionSet.selections) : 0;
+      let below = 0;
+      if (selection.selectionSet !== undefined && field.target !== null) {
+        below = sat(costOn(field.target, selection.selectionSet.selections) + fetches.perObject(field, [selection.selectionSet]));
+      }
       const weight = field.weight + extraOf(`${on.name}.${field.name}`);
       total = sat(total + sat(count * (weight + below)));
     }

@@ -2,6 +2,7 @@ import { getDirective } from '@graphql-tools/utils';
 import {
   GraphQLFloat,
   GraphQLInt,
+  Kind,
   SchemaMetaFieldDef,
   TypeMetaFieldDef,
   TypeNameMetaFieldDef,
@@ -27,6 +28,7 @@ import type {
   GraphQLObjectType,
   GraphQLOutputType,
   GraphQLSchema,
+  SelectionNode,
 } from 'graphql';
 import { costDirectiveNames } from './cost-directives.js';
 import { requiredSelectionCosts } from './required-selections.js';
@@ -57,6 +59,8 @@ export interface SchemaCostExtras {
   readonly rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
   /** Federation: the selection a field's resolver needs from other subgraphs (`@requires`), which it also pays for. */
   readonly requires?: RequiredSelections | undefined;
+  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each. */
+  readonly graphs?: ReadonlyMap<string, number> | undefined;
 }
 
 /** A bucket a field charges: by index into `SchemaCosts.bucketNames`. */
@@ -145,6 +149,18 @@ export interface FieldCost {
   readonly rules: readonly BucketRule[];
   /** The arguments that can cost anything when given; null when none can. */
   readonly arguments: readonly ArgumentCost[] | null;
+  /**
+   * Federation: the subgraphs that resolve this field, one bit each (0 when
+   * not federated). An object a field returns comes from the field's
+   * subgraphs; each other subgraph its selection needs is one more fetch.
+   */
+  readonly graphs: number;
+  /**
+   * Federation, a field with `@requires`: the subgraphs of what it requires
+   * (first level), fetched before it, which is then fetched on its own.
+   * Null for any other field.
+   */
+  readonly requiredGraphs: readonly number[] | null;
 }
 
 /**
@@ -386,7 +402,24 @@ class Compiler {
       sized,
       rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
       arguments: this.argumentCosts(field, interfaceFields, coordinate),
+      graphs: this.extras.graphs?.get(coordinate) ?? 0,
+      requiredGraphs: this.requiredGraphs(owner, coordinate),
     };
+  }
+
+  /** The subgraphs of a `@requires` field's required fields, first level (each field's bits; 0 for one not federated). */
+  private requiredGraphs(owner: GraphQLObjectType | null, coordinate: string): readonly number[] | null {
+    const selections = this.extras.requires?.get(coordinate);
+    if (owner === null || selections === undefined || this.extras.graphs === undefined) return null;
+    const graphs: number[] = [];
+    const add = (list: readonly SelectionNode[]): void => {
+      for (const selection of list) {
+        if (selection.kind === Kind.FIELD) graphs.push(this.extras.graphs?.get(`${owner.name}.${selection.name.value}`) ?? 0);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) add(selection.selectionSet.selections);
+      }
+    };
+    add(selections);
+    return Object.freeze(graphs);
   }
 
   /**
@@ -521,6 +554,8 @@ class Compiler {
       sized: null,
       rules: this.rules(owner, []),
       arguments: null,
+      graphs: 0,
+      requiredGraphs: null,
     };
   }
 
@@ -823,7 +858,9 @@ function describe(value: unknown): string {
 export function chargeKey(field: FieldCost, inputKeys: Map<InputCost, string>): string {
   const rules = field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(',');
   const args = (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${inputKey(a.input, inputKeys)}`).join(',');
-  return `${rules}|${args}`;
+  // Federation: the subgraphs a field is fetched from decide the entity fetches below it.
+  const graphs = field.graphs === 0 ? '' : `|${field.graphs}:${field.requiredGraphs?.join(',') ?? ''}`;
+  return `${rules}|${args}${graphs}`;
 }
 
 /** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by type (one object each). */
