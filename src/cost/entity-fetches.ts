@@ -30,8 +30,13 @@ function applies(condition: string, type: CompositeCost): boolean {
  * Each selection set (and fragment) is read once per type and subgraphs.
  */
 export class EntityFetches {
-  private readonly masks = new Map<SelectionSetNode, Map<string, number>>();
+  private readonly masks = new Map<SelectionSetNode, Map<number, number>>();
+  /** Per field and its one selection set: the answer, asked again for every object of a response. */
+  private readonly answers = new Map<FieldCost, Map<SelectionSetNode, number>>();
+  private readonly types = new Map<SelectionSetNode, readonly CompositeCost[]>();
   private readonly expanding = new Set<string>();
+  private readonly possible = new Map<CompositeCost, Map<string, CompositeCost>>();
+  private readonly fragmentConditions = new Map<string, Set<string>>();
 
   constructor(
     private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
@@ -42,11 +47,19 @@ export class EntityFetches {
   perObject(field: FieldCost, selectionSets: readonly (SelectionSetNode | undefined)[]): number {
     const target = field.target;
     if (field.graphs === 0 || target === null) return 0;
+    const only = selectionSets.length === 1 ? selectionSets[0] : undefined;
+    const known = only === undefined ? undefined : this.answers.get(field)?.get(only);
+    if (known !== undefined) return known;
     let most = 0;
     for (const type of this.typesOf(target, selectionSets)) {
       let mask = 0;
       for (const set of selectionSets) if (set !== undefined) mask |= this.mask(set, type, field.graphs);
       most = Math.max(most, bits(mask));
+    }
+    if (only !== undefined) {
+      let byNode = this.answers.get(field);
+      if (byNode === undefined) this.answers.set(field, (byNode = new Map()));
+      byNode.set(only, most);
     }
     return most;
   }
@@ -58,31 +71,50 @@ export class EntityFetches {
    */
   private typesOf(target: CompositeCost, selectionSets: readonly (SelectionSetNode | undefined)[]): readonly CompositeCost[] {
     if (target.fields !== null) return [target];
+    const only = selectionSets.length === 1 ? selectionSets[0] : undefined;
+    const known = only === undefined ? undefined : this.types.get(only);
+    if (known !== undefined) return known;
     const types = new Set(target.representatives ?? []);
     const named = new Set<string>();
-    const seen = new Set<string>();
-    const collect = (selections: readonly SelectionNode[]): void => {
-      for (const selection of selections) {
-        if (selection.kind === Kind.INLINE_FRAGMENT) {
-          if (selection.typeCondition !== undefined) named.add(selection.typeCondition.name.value);
-          collect(selection.selectionSet.selections);
-        } else if (selection.kind === Kind.FRAGMENT_SPREAD && !seen.has(selection.name.value)) {
-          seen.add(selection.name.value);
-          const fragment = this.fragments.get(selection.name.value);
-          if (fragment === undefined) continue;
-          named.add(fragment.typeCondition.name.value);
-          collect(fragment.selectionSet.selections);
+    for (const set of selectionSets) if (set !== undefined) for (const name of this.conditions(set.selections)) named.add(name);
+    let byName = this.possible.get(target);
+    if (byName === undefined) this.possible.set(target, (byName = new Map((target.possibleTypes ?? []).map((t) => [t.name, t]))));
+    for (const name of named) {
+      const possible = byName.get(name);
+      if (possible !== undefined) types.add(possible);
+    }
+    const result = [...types];
+    if (only !== undefined) this.types.set(only, result);
+    return result;
+  }
+
+  /** The type conditions a selection names, through inline fragments and the fragments it spreads (each fragment read once). */
+  private conditions(selections: readonly SelectionNode[], into = new Set<string>()): Set<string> {
+    for (const selection of selections) {
+      if (selection.kind === Kind.INLINE_FRAGMENT) {
+        if (selection.typeCondition !== undefined) into.add(selection.typeCondition.name.value);
+        this.conditions(selection.selectionSet.selections, into);
+      } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
+        const name = selection.name.value;
+        let known = this.fragmentConditions.get(name);
+        if (known === undefined) {
+          const fragment = this.fragments.get(name);
+          // Registered first: a fragment spread inside itself is invalid, and must not loop.
+          this.fragmentConditions.set(name, (known = new Set()));
+          if (fragment !== undefined) {
+            known.add(fragment.typeCondition.name.value);
+            this.conditions(fragment.selectionSet.selections, known);
+          }
         }
+        for (const condition of known) into.add(condition);
       }
-    };
-    for (const set of selectionSets) if (set !== undefined) collect(set.selections);
-    for (const possible of target.possibleTypes ?? []) if (named.has(possible.name)) types.add(possible);
-    return [...types];
+    }
+    return into;
   }
 
   /** The subgraphs besides `producers` that the selection needs fetched on an object of `type`. */
   private mask(selectionSet: SelectionSetNode, type: CompositeCost, producers: number): number {
-    const key = `${type.index}:${producers}`;
+    const key = type.index * 0x1_0000_0000 + producers;
     let byKey = this.masks.get(selectionSet);
     const known = byKey?.get(key);
     if (known !== undefined) return known;
