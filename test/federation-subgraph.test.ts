@@ -104,6 +104,14 @@ describe('the plugin inside a subgraph', () => {
     }
   });
 
+  it('getRetryAfter reads a subgraph body Apollo Gateway kept as text', () => {
+    const body = JSON.stringify({ errors: [{ message: 'denied', extensions: { code: 'RATE_LIMITED', retryAfter: 2.5, bucket: 'reviews', cost: 3 } }] });
+    const wrapped = { errors: [{ message: '429: Too Many Requests', extensions: { code: 'INTERNAL_SERVER_ERROR', response: { status: 429, body } } }] };
+    expect(getRetryAfter(wrapped)).toBe(2.5);
+    // Another error with a response carries no retryAfter.
+    expect(getRetryAfter({ errors: [{ message: '500', extensions: { response: { status: 500, body: '<html>' } } }] })).toBeUndefined();
+  });
+
   it('a subgraph denial reaches the client through Hive Gateway, where getRetryAfter reads it', async () => {
     const hive = createGatewayRuntime({
       supergraph,
