@@ -29,7 +29,15 @@ function errorsOf(value: unknown, depth = 0): unknown[] {
   const candidate = value as Record<string, unknown>;
   const found: unknown[] = [];
   // A GraphQL response body, or an error object carrying one.
-  if (Array.isArray(candidate.errors)) found.push(...candidate.errors);
+  if (Array.isArray(candidate.errors)) {
+    for (const error of candidate.errors as unknown[]) {
+      found.push(error);
+      // Apollo Gateway answers a subgraph's non-2xx response with its own
+      // error, the subgraph's body in `extensions.response.body`.
+      const response = (error as { extensions?: { response?: unknown } } | null)?.extensions?.response;
+      if (response !== undefined) found.push(...errorsOf(response, depth + 1));
+    }
+  }
   if (Array.isArray(candidate.graphQLErrors)) found.push(...candidate.graphQLErrors);
   if ('extensions' in candidate) found.push(candidate);
   // Apollo Client 3 puts a non-2xx response's body in networkError.result.
@@ -37,6 +45,7 @@ function errorsOf(value: unknown, depth = 0): unknown[] {
     const inner = candidate[nested];
     if (inner !== candidate) found.push(...errorsOf(inner, depth + 1));
   }
+  if (typeof candidate.body === 'string') found.push(...errorsOf(parseJson(candidate.body), depth + 1));
   // Apollo Client 4's ServerError keeps only the body's text.
   if (typeof candidate.bodyText === 'string') found.push(...errorsOf(parseJson(candidate.bodyText), depth + 1));
   if (Array.isArray(value)) {

@@ -18,7 +18,10 @@ export { MemoryStore, DEFAULT_SWEEP_INTERVAL_MS } from './stores/memory-store.js
 export type { MemoryStoreOptions } from './stores/memory-store.js';
 export { tokenBucketDirectiveTypeDefs } from './directive.js';
 export { CostModel, DEFAULT_LIST_SIZE } from './cost/cost-model.js';
-export type { CostModelOptions, TokenBucketAnnotation } from './cost/cost-model.js';
+export type { CoordinateRule, CostModelOptions, RequiredSelections, TokenBucketAnnotation } from './cost/cost-model.js';
+export { supergraphPricing } from './cost/federation.js';
+export type { PricingSource } from './cost/federation.js';
+export type { TokenBucketRule, TokenBucketRules } from './core/rules.js';
 export { tokenBucketPlugin } from './apollo/token-bucket-plugin.js';
 export type { BucketReport } from './core/limiter.js';
 export { DEFAULT_MEASURE, DEFAULT_ON_STORE_ERROR, DEFAULT_STORE_TIMEOUT_MS } from './core/options.js';

@@ -8,6 +8,8 @@ import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
 import type { BucketCheck, DryRun } from '../core/dry-run.js';
 import { Limiter } from '../core/limiter.js';
+import { supergraphPricing } from '../cost/federation.js';
+import type { PricingSource } from '../cost/federation.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { refundUnused } from '../core/refunds.js';
@@ -38,10 +40,25 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
     async serverWillStart({ schema, logger }) {
       limiter.load(schema);
       reportSubscriptions(schema, logger);
+      let started = false;
       return {
-        schemaDidLoadOrUpdate({ apiSchema }) {
-          // The first call is the schema just checked; later ones are a gateway's updates.
-          limiter.modelFor(apiSchema, logger);
+        schemaDidLoadOrUpdate({ apiSchema, coreSupergraphSdl }) {
+          // The first call is the schema the server starts with (its error fails the start); later ones are a gateway's updates.
+          const first = !started;
+          started = true;
+          let source: PricingSource | undefined;
+          try {
+            // A gateway's API schema has every directive stripped: its supergraph is what is priced.
+            // (A gateway of the application's own may hand over no SDL: its API schema is priced then.)
+            source = coreSupergraphSdl === undefined || coreSupergraphSdl.trim() === '' ? undefined : supergraphPricing(coreSupergraphSdl);
+          } catch (error) {
+            if (first) throw error;
+            limiter.refuse(apiSchema, error, logger);
+            return;
+          }
+          if (first) limiter.load(apiSchema, source);
+          else limiter.modelFor(apiSchema, logger, source);
+          if (source !== undefined) limiter.warnIfUnlimited(apiSchema, logger);
         },
       };
     },

@@ -43,6 +43,17 @@ export function unavailableError(http?: HttpExtension): GraphQLError {
   });
 }
 
+/**
+ * The error of an operation that touches a bucket while the served schema is
+ * one the limiter refused (logged when it arrived) and none was accepted
+ * before it: the limiter cannot price it, so it is not run. HTTP 503.
+ */
+export function schemaRefusedError(): GraphQLError {
+  return new GraphQLError('The rate limiter cannot price operations against the schema being served; try again shortly.', {
+    extensions: { code: RATE_LIMITER_UNAVAILABLE },
+  });
+}
+
 /** What a client is told of a server fault while a subscription runs (the fault itself is logged). */
 export function internalError(): GraphQLError {
   return new GraphQLError('Internal server error', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
@@ -55,6 +66,8 @@ export function internalError(): GraphQLError {
  */
 export function withHttpStatus(error: GraphQLError, status: number, http?: HttpExtension): GraphQLError {
   if (!http || error.extensions['http'] !== undefined) return error;
+  // An unavailable limiter is the server's fault, whichever path found it.
+  if (error.extensions['code'] === RATE_LIMITER_UNAVAILABLE) status = 503;
   return new GraphQLError(error.message, {
     nodes: error.nodes ?? null,
     source: error.source ?? null,

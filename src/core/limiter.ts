@@ -1,12 +1,13 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel } from '../cost/cost-model.js';
+import type { PricingSource } from '../cost/federation.js';
 import type { AcquireRequest, BatchAdmission, BucketKey } from '../stores/bucket-store.js';
 import { watchReturns } from '../stores/returns.js';
 import { acquireAllFrom } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 import { DenyCache } from './deny-cache.js';
 import type { StoreCall } from './deny-cache.js';
-import { describeError } from './errors.js';
+import { describeError, schemaRefusedError } from './errors.js';
 import { LimiterMetrics } from './metrics.js';
 import { validateOptions } from './options.js';
 import type { Refunded } from './refunds.js';
@@ -66,6 +67,21 @@ class FallbackPricing implements Pricing {
 
   actualCostOf(...args: Parameters<CostModel['actualCostOf']>): Map<string, number> {
     return larger(this.served.actualCostOf(...args), () => this.accepted.actualCostOf(...args));
+  }
+}
+
+/** A schema refused with no accepted one before it: whatever touches a bucket is answered, not run. */
+class RefusedPricing implements Pricing {
+  constructor(private readonly model: CostModel | undefined) {}
+
+  costOf(...args: Parameters<CostModel['costOf']>): Map<string, number> {
+    const costs = this.model?.costOf(...args);
+    if (costs !== undefined && costs.size === 0) return costs;
+    throw schemaRefusedError();
+  }
+
+  actualCostOf(...args: Parameters<CostModel['actualCostOf']>): Map<string, number> {
+    return this.model?.actualCostOf(...args) ?? new Map();
   }
 }
 
@@ -142,8 +158,11 @@ export class Limiter<TContext> {
   private readonly denials: DenyCache | undefined;
   // Per schema: one limiter may serve several servers, or a gateway's updates.
   private readonly models = new WeakMap<GraphQLSchema, Pricing>();
+  /** A served schema priced from another (a gateway's supergraph): what its model was built from. */
+  private readonly sources = new WeakMap<GraphQLSchema, PricingSource>();
   /** The newest schema's model that passed the checks: served when a later schema fails them. */
   private lastGood: CostModel | undefined;
+  private warnedUnlimited = false;
   /** The logger of the latest operation: where a failing MeterProvider is reported. */
   private logger: Logger | undefined;
 
@@ -162,12 +181,13 @@ export class Limiter<TContext> {
    * faulty annotation (an unknown bucket, a fixed cost above capacity). A
    * server's start should fail with it.
    */
-  load(schema: GraphQLSchema): Pricing {
+  load(schema: GraphQLSchema, source?: PricingSource): Pricing {
     let model = this.models.get(schema);
-    if (model === undefined) {
-      const built = this.build(schema);
+    if (model === undefined || (source !== undefined && this.sources.get(schema) !== source)) {
+      const built = this.build(source ?? { schema });
       checkAnnotations(built, this.settings.buckets);
       this.models.set(schema, built);
+      if (source !== undefined) this.sources.set(schema, source);
       this.lastGood = built;
       model = built;
     }
@@ -181,11 +201,11 @@ export class Limiter<TContext> {
    * reload neither stops the server nor lets through unpriced what it adds.
    * (A field that names a bucket not in `buckets` cannot be charged.)
    */
-  modelFor(schema: GraphQLSchema, logger: Logger): Pricing {
+  modelFor(schema: GraphQLSchema, logger: Logger, source?: PricingSource): Pricing {
     const known = this.models.get(schema);
-    if (known !== undefined) return known;
+    if (known !== undefined && (source === undefined || this.sources.get(schema) === source)) return known;
     try {
-      return this.load(schema);
+      return this.load(schema, source);
     } catch (error) {
       if (this.lastGood === undefined) throw error;
       logger.error(
@@ -193,7 +213,7 @@ export class Limiter<TContext> {
       );
       let pricing: Pricing = this.lastGood;
       try {
-        pricing = new FallbackPricing(this.build(schema), this.lastGood);
+        pricing = new FallbackPricing(this.build(source ?? { schema }), this.lastGood);
       } catch {
         // An annotation it cannot even read: the last accepted schema alone.
       }
@@ -202,10 +222,56 @@ export class Limiter<TContext> {
     }
   }
 
-  private build(schema: GraphQLSchema): CostModel {
-    return new CostModel(schema, {
+  /**
+   * A gateway's schema in which nothing names a bucket (no `@tokenBucket`
+   * came through composition, no `rules`): every operation would run free,
+   * which the adapter says once, as a warning.
+   */
+  warnIfUnlimited(schema: GraphQLSchema, logger: Logger): void {
+    const model = this.models.get(schema);
+    if (!(model instanceof CostModel) || model.annotations.length > 0 || this.warnedUnlimited) return;
+    this.warnedUnlimited = true;
+    logger.warn(
+      'graphql-token-bucket: the gateway\'s supergraph names no bucket, so no operation is limited: compose @tokenBucket with @link and @composeDirective in a subgraph, or give the plugin rules',
+    );
+  }
+
+  /**
+   * A schema met after start-up that cannot be priced as it is (one whose
+   * supergraph cannot be read): logged once, and priced by the last
+   * accepted schema. With none accepted before it — the first schema of a
+   * server that meets it only after start-up (Hive Gateway loads its
+   * supergraph on the first request) failing the checks: logged once; every operation that touches a bucket is then
+   * answered `RATE_LIMITER_UNAVAILABLE` (the analysis's `GraphQLError`,
+   * HTTP 503), and one that touches none runs. Never a free pass for
+   * what the schema prices, never a bare server error.
+   */
+  refuse(schema: GraphQLSchema, error: unknown, logger: Logger, source?: PricingSource): void {
+    const reason = describeError(error);
+    if (this.lastGood !== undefined) {
+      logger.error(`graphql-token-bucket: the updated schema was not accepted; operations are priced with the last accepted schema: ${reason}`);
+      this.models.set(schema, this.lastGood);
+      if (source !== undefined) this.sources.set(schema, source);
+      return;
+    }
+    logger.error(`graphql-token-bucket: the schema was not accepted; operations it prices are answered RATE_LIMITER_UNAVAILABLE until a schema that passes the checks arrives: ${reason}`);
+    let model: CostModel | undefined;
+    try {
+      model = this.build(source ?? { schema });
+    } catch {
+      // An annotation it cannot even read: every operation is refused.
+    }
+    this.models.set(schema, new RefusedPricing(model));
+    if (source !== undefined) this.sources.set(schema, source);
+  }
+
+  private build(source: PricingSource): CostModel {
+    return new CostModel(source.schema, {
       defaultListSize: this.settings.defaultListSize,
       chargeIntrospection: this.settings.chargeIntrospection,
+      rules: this.settings.rules,
+      requires: source.requires,
+      graphs: source.graphs,
     });
   }
 
@@ -481,13 +547,15 @@ const FREE: Decision = Object.freeze({ kind: 'free' });
 /** Start-up check: every annotation names a known bucket and can ever succeed. */
 function checkAnnotations(model: CostModel, buckets: ReadonlyMap<string, TokenBucket>): void {
   const problems: string[] = [];
-  for (const { coordinate, bucket: name, cost } of model.annotations) {
+  for (const { coordinate, bucket: name, cost, fromRules } of model.annotations) {
     const bucket = buckets.get(name);
+    const where = fromRules ? `rules["${coordinate}"]` : `@tokenBucket on ${coordinate}`;
     if (!bucket) {
       const known = [...buckets.keys()].map((n) => `"${n}"`).join(', ') || 'none';
-      problems.push(`@tokenBucket on ${coordinate} names bucket "${name}", which is not in the plugin's buckets (${known})`);
+      problems.push(`${where} names bucket "${name}", which is not in the plugin's buckets (${known})`);
     } else if (cost !== null && cost > bucket.capacity) {
-      problems.push(`@tokenBucket(name: "${name}", cost: ${cost}) on ${coordinate} costs more than the bucket's capacity of ${bucket.capacity}, so it could never succeed`);
+      const rule = fromRules ? `${where} (bucket "${name}", cost ${cost})` : `@tokenBucket(name: "${name}", cost: ${cost}) on ${coordinate}`;
+      problems.push(`${rule} costs more than the bucket's capacity of ${bucket.capacity}, so it could never succeed`);
     }
   }
   if (problems.length > 0) throw new Error(`graphql-token-bucket: ${problems.join('; ')}`);

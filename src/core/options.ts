@@ -8,6 +8,9 @@ import { DEFAULT_REFUND_UNUSED_COST, assertCanRefund } from './refunds.js';
 import { DEFAULT_DENY_CACHE } from './deny-cache.js';
 import type { MeterProviderLike } from './metrics.js';
 import type { Identity } from './tiers.js';
+import { validateRules } from './rules.js';
+import type { TokenBucketRules } from './rules.js';
+import type { CoordinateRule } from '../cost/cost-model.js';
 
 /** Default of `onStoreError`: a failing store lets operations through. */
 export const DEFAULT_ON_STORE_ERROR = 'allow';
@@ -43,6 +46,15 @@ export interface LimiterOptions<TContext> {
    * logged as an error and the operation fails.
    */
   identify: (context: TContext, bucket: TokenBucket) => Identity | Promise<Identity>;
+  /**
+   * Bucket rules by schema coordinate, exactly as `@tokenBucket` on those
+   * types and fields: `{ Query: { bucket: 'api' }, 'Query.search': { bucket:
+   * 'search', cost: 1 } }` (a list for several buckets). For schemas you
+   * cannot annotate: a gateway's, a code-first one, a subgraph you do not
+   * own. The start-up checks apply to them as to directives, and a
+   * coordinate the schema does not have fails the start. Default: none.
+   */
+  rules?: TokenBucketRules;
   /** Size assumed for a list field with no size argument and no `@listSize(assumedSize:)`. Default `DEFAULT_LIST_SIZE` (10). */
   defaultListSize?: number;
   /**
@@ -117,6 +129,7 @@ export interface Settings<TContext> {
   readonly buckets: ReadonlyMap<string, TokenBucket>;
   readonly identify: LimiterOptions<TContext>['identify'];
   readonly defaultListSize: number;
+  readonly rules: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
   readonly chargeIntrospection: boolean;
   readonly onStoreError: 'allow' | 'deny';
   readonly storeTimeoutMs: number;
@@ -191,6 +204,7 @@ export function validateOptions<TContext>(options: LimiterOptions<TContext>, own
     buckets,
     identify,
     defaultListSize,
+    rules: validateRules(options.rules, owner),
     chargeIntrospection: options.chargeIntrospection !== false,
     onStoreError,
     storeTimeoutMs,

@@ -60,7 +60,7 @@ function linked(links: readonly Record<string, unknown>[], spec: string): { cost
 }
 
 /** `https://specs.apollo.dev/cost/v0.1` → identity `specs.apollo.dev/cost`, name `cost`. */
-function parseSpecUrl(url: string): { identity: string; name: string } | null {
+export function parseSpecUrl(url: string): { identity: string; name: string } | null {
   const bare = url.replace(/[?#].*$/, '').replace(/^[a-z]+:\/\//i, '').replace(/\/+$/, '');
   const segments = bare.split('/');
   if (segments.length > 1 && /^v\d+\.\d+$/.test(segments[segments.length - 1] ?? '')) segments.pop();
@@ -70,7 +70,7 @@ function parseSpecUrl(url: string): { identity: string; name: string } | null {
 }
 
 /** `import: ["@listSize", { name: "@cost", as: "@weight" }]` → listSize → listSize, cost → weight. */
-function importedNames(value: unknown): Map<string, string> {
+export function importedNames(value: unknown): Map<string, string> {
   const names = new Map<string, string>();
   const list = Array.isArray(value) ? (value as unknown[]) : value == null ? [] : [value];
   for (const item of list) {

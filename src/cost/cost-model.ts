@@ -4,12 +4,14 @@ import { ArgumentPricer } from './argument-costs.js';
 import { measureOperation } from './measure-operation.js';
 import { measureResponse } from './measure-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
-import type { CompositeCost, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
+import type { CompositeCost, CoordinateRule, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
+import type { RequiredSelections } from './required-selections.js';
 import { FieldCollector } from './collect-fields.js';
 import { conditionVariables, selectionSetIds, sharesSelectionSets } from './selections.js';
 import type { SelectionSetIds } from './selections.js';
 
-export type { TokenBucketAnnotation } from './schema-costs.js';
+export type { CoordinateRule, TokenBucketAnnotation } from './schema-costs.js';
+export type { RequiredSelections } from './required-selections.js';
 
 /** The size assumed for a list field with no usable slicing argument and no `@listSize(assumedSize:)`. */
 export const DEFAULT_LIST_SIZE = 10;
@@ -25,6 +27,12 @@ export interface CostModelOptions {
    * type-level directive on it prices introspection too. Default `true`.
    */
   chargeIntrospection?: boolean | undefined;
+  /** Bucket rules by schema coordinate, as `@tokenBucket` on that type or field would say. An unknown coordinate is an error. */
+  rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
+  /** Federation: the selection each `@requires` field needs fetched first (`'Type.field'` → selections on `Type`); the field also pays for it. */
+  requires?: RequiredSelections | undefined;
+  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each; each object then also pays for the entity fetches its selection needs. */
+  graphs?: ReadonlyMap<string, number> | undefined;
 }
 
 const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -81,7 +89,11 @@ export class CostModel {
     }
     this.schema = schema;
     this.defaultListSize = defaultListSize;
-    this.costs = compileSchemaCosts(schema, defaultListSize, options.chargeIntrospection !== false);
+    this.costs = compileSchemaCosts(schema, defaultListSize, options.chargeIntrospection !== false, {
+      rules: options.rules,
+      requires: options.requires,
+      graphs: options.graphs,
+    });
     this.annotations = this.costs.annotations;
     this.buckets = new Set(this.costs.bucketNames);
   }

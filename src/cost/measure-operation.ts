@@ -4,6 +4,7 @@ import type { ArgumentPricer } from './argument-costs.js';
 import type { CompositeCost, FieldCost, SchemaCosts, SizedContext, SlicingArgument } from './schema-costs.js';
 import { FieldCollector } from './collect-fields.js';
 import type { Exclusion, Group, Plan, SpreadItem } from './collect-fields.js';
+import { EntityFetches } from './entity-fetches.js';
 import { childContext } from './sized-contexts.js';
 import { NarrowerConditions, pricedTypes } from './selections.js';
 import { largerSize, sizeOf } from './sizes.js';
@@ -129,6 +130,8 @@ class Frame {
   waiting = NOTHING;
   field: FieldNode | null = null;
   fieldCost: FieldCost | null = null;
+  /** The selection sets of every field node merged under the field's response key. */
+  fieldSets: readonly SelectionSetNode[] = [];
 }
 
 class Walk {
@@ -152,6 +155,12 @@ class Walk {
   private readonly conditions: NarrowerConditions;
   /** `typesToPrice` answers where conditions narrow, by type and the conditions named. */
   private typeLists: Map<string, readonly CompositeCost[]> | null = null;
+
+  private entityFetches: EntityFetches | null = null;
+
+  private fetches(): EntityFetches {
+    return (this.entityFetches ??= new EntityFetches(this.input.fragments, this.input.variables));
+  }
 
   constructor(private readonly input: MeasureInput) {
     this.costs = input.costs;
@@ -273,6 +282,7 @@ class Walk {
           frame.waiting = FIELD_SELECTION;
           frame.field = node;
           frame.fieldCost = field;
+          frame.fieldSets = item.child.selectionSets;
           const context = frame.context === null && field.sized === null ? null : childContext(frame.context, field);
           const size = field.sized !== null && field.target.possibleTypes !== null ? this.listSize(node, field) : -1;
           this.enter(item.child, field.target, context, size, frame.shared, frame.shared, null);
@@ -394,6 +404,8 @@ class Walk {
     if (field.sized !== null && terms !== null) terms = substituteNearest(terms, this.listSize(node, field), stack, sub);
 
     stack[sub] = sat((stack[sub] ?? 0) + field.weight);
+    // Federation: the entity fetches each object costs the gateway.
+    if (field.graphs !== 0) stack[sub] = sat((stack[sub] ?? 0) + this.fetches().perObject(field, frame.fieldSets));
     const sizedBy = field.isList && frame.context !== null ? frame.context.entries.get(field.name)?.vars : undefined;
     if (sizedBy !== undefined && sizedBy.length > 0) {
       // Sized by an enclosing connection whose size is not known here:

@@ -1,5 +1,6 @@
 import { Kind } from 'graphql';
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
+import { EntityFetches } from './entity-fetches.js';
 import type { ArgumentPricer } from './argument-costs.js';
 import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
@@ -115,6 +116,8 @@ class Frame {
   top = -1;
   /** Field: the list slots met (each costs the field's weight). */
   slots = 0;
+  /** Field: the objects met (each costs the field's entity fetches, in a federated graph). */
+  objects = 0;
 }
 
 
@@ -141,6 +144,8 @@ class ResponseWalk {
   private readonly nodeIds = new Map<FieldNode, number>();
   private saved: Float64Array | null = null;
   private savedLength = 0;
+
+  private entityFetches: EntityFetches | null = null;
 
   constructor(private readonly input: ResponseInput) {
     this.width = input.costs.bucketNames.length + 1;
@@ -219,11 +224,13 @@ class ResponseWalk {
           const field = this.push(FIELD_VALUE);
           field.entry = entry;
           field.slots = 0;
+          field.objects = 0;
           field.top = -1;
           const item = value[entry.key];
           if (entry.field.listDepth === 0) {
             field.slots = 1;
             if (entry.child !== null && entry.field.target !== null && isObject(item)) {
+              field.objects = 1;
               field.top = -2; // the one object is being priced
               this.enterValue(entry.child, entry.field.target, item);
             }
@@ -269,6 +276,7 @@ class ResponseWalk {
           }
           frame.slots++;
           if (entry.child !== null && entry.field.target !== null && isObject(item)) {
+            frame.objects++;
             this.enterValue(entry.child, entry.field.target, item);
             return;
           }
@@ -288,6 +296,11 @@ class ResponseWalk {
       // count × weight + the items' sub-selections (already summed) + arguments; then the field's rules.
       const field = frame.entry!.field;
       stack[at] = sat((stack[at] ?? 0) + sat(frame.slots * field.weight));
+      if (field.graphs !== 0 && frame.objects > 0) {
+        const entry = frame.entry!;
+        const fetches = (this.entityFetches ??= new EntityFetches(this.input.fragments, this.input.variables));
+        stack[at] = sat((stack[at] ?? 0) + sat(frame.objects * fetches.perObject(field, entry.child?.selectionSets ?? [entry.node.selectionSet])));
+      }
       if (field.arguments !== null) stack[at] = sat((stack[at] ?? 0) + this.input.arguments.price(frame.entry!.node, field.arguments));
       for (const rule of field.rules) {
         const i = at + 1 + rule.bucket;

@@ -2,6 +2,7 @@ import { getDirective } from '@graphql-tools/utils';
 import {
   GraphQLFloat,
   GraphQLInt,
+  Kind,
   SchemaMetaFieldDef,
   TypeMetaFieldDef,
   TypeNameMetaFieldDef,
@@ -27,8 +28,11 @@ import type {
   GraphQLObjectType,
   GraphQLOutputType,
   GraphQLSchema,
+  SelectionNode,
 } from 'graphql';
 import { costDirectiveNames } from './cost-directives.js';
+import { requiredSelectionCosts } from './required-selections.js';
+import type { RequiredSelections } from './required-selections.js';
 import { sat } from './selections.js';
 
 /** One `@tokenBucket` as written in the schema. */
@@ -39,6 +43,24 @@ export interface TokenBucketAnnotation {
   bucket: string;
   /** The fixed cost, or null when the field's complexity is charged. */
   cost: number | null;
+  /** Set when the rule comes from the `rules` option rather than a directive. */
+  fromRules?: true;
+}
+
+/** A bucket rule given without a directive, by schema coordinate (`rules` option). */
+export interface CoordinateRule {
+  readonly bucket: string;
+  readonly cost: number | null;
+}
+
+/** What a schema's directives do not say, given beside it. */
+export interface SchemaCostExtras {
+  /** `'Query.search'` or `'Query'` → rules, as `@tokenBucket` there would say. An unknown coordinate is an error. */
+  readonly rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
+  /** Federation: the selection a field's resolver needs from other subgraphs (`@requires`), which it also pays for. */
+  readonly requires?: RequiredSelections | undefined;
+  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each. */
+  readonly graphs?: ReadonlyMap<string, number> | undefined;
 }
 
 /** A bucket a field charges: by index into `SchemaCosts.bucketNames`. */
@@ -127,6 +149,18 @@ export interface FieldCost {
   readonly rules: readonly BucketRule[];
   /** The arguments that can cost anything when given; null when none can. */
   readonly arguments: readonly ArgumentCost[] | null;
+  /**
+   * Federation: the subgraphs that resolve this field, one bit each (0 when
+   * not federated). An object a field returns comes from the field's
+   * subgraphs; each other subgraph its selection needs is one more fetch.
+   */
+  readonly graphs: number;
+  /**
+   * Federation, a field with `@requires`: the subgraphs of what it requires
+   * (first level), fetched before it, which is then fetched on its own.
+   * Null for any other field.
+   */
+  readonly requiredGraphs: readonly number[] | null;
 }
 
 /**
@@ -187,6 +221,7 @@ interface ListSizeRule {
 const NO_RULES: readonly BucketRule[] = Object.freeze([]);
 const NO_SLICING: readonly SlicingArgument[] = Object.freeze([]);
 const FIRST_VARIABLE: readonly number[] = Object.freeze([0]);
+const ENTITIES_SLICING: readonly string[] = Object.freeze(['representations']);
 const NO_VARIABLES: readonly number[] = Object.freeze([]);
 
 /**
@@ -194,8 +229,13 @@ const NO_VARIABLES: readonly number[] = Object.freeze([]);
  * flattens them into per-field lookups, so that pricing an operation never
  * touches a directive.
  */
-export function compileSchemaCosts(schema: GraphQLSchema, defaultListSize: number, chargeIntrospection = true): SchemaCosts {
-  return new Compiler(schema, defaultListSize, chargeIntrospection).compile();
+export function compileSchemaCosts(
+  schema: GraphQLSchema,
+  defaultListSize: number,
+  chargeIntrospection = true,
+  extras: SchemaCostExtras = {},
+): SchemaCosts {
+  return new Compiler(schema, defaultListSize, chargeIntrospection, extras).compile();
 }
 
 class Compiler {
@@ -210,6 +250,8 @@ class Compiler {
   private readonly shapes = new Map<FieldCost, number>();
   private readonly shapeKeys = new Map<string, number>();
   private readonly inputKeys = new Map<InputCost, string>();
+  /** The coordinates of `extras.rules` found in the schema. */
+  private readonly ruled = new Set<string>();
   /** What each introspection list can hold in this schema, once one is priced. */
   private introspectionSizes: ReadonlyMap<string, number> | null = null;
 
@@ -217,6 +259,7 @@ class Compiler {
     private readonly schema: GraphQLSchema,
     private readonly defaultListSize: number,
     private readonly chargeIntrospection: boolean,
+    private readonly extras: SchemaCostExtras,
   ) {
     const names = costDirectiveNames(schema);
     this.costName = names.cost;
@@ -231,6 +274,11 @@ class Compiler {
         for (const field of Object.values(type.getFields())) {
           this.bucketsOf.set(field, this.readTokenBuckets(field, `${type.name}.${field.name}`));
         }
+      }
+    }
+    for (const coordinate of this.extras.rules?.keys() ?? []) {
+      if (!this.ruled.has(coordinate)) {
+        throw new Error(`rules: "${coordinate}" is not an object type, an interface or one of their fields in the schema`);
       }
     }
 
@@ -270,6 +318,13 @@ class Compiler {
         if (byName === undefined || byName === null) continue;
         for (const field of Object.values(type.getFields())) byName.set(field.name, this.fieldCost(type, field));
         byName.set(TypeNameMetaFieldDef.name, this.typenameCost(type));
+      }
+    }
+    if (this.extras.requires !== undefined) {
+      // A field's resolver runs only once the gateway fetched what it requires: that work is the field's too.
+      for (const [field, extra] of requiredSelectionCosts(composites, this.extras.requires, this.defaultListSize)) {
+        const owner = composites.get(field.owner);
+        owner?.fields?.set(field.cost.name, { ...field.cost, weight: field.cost.weight + extra });
       }
     }
 
@@ -331,7 +386,8 @@ class Compiler {
     for (let level = 1; level < listDepth; level++) innerCount = sat(innerCount * (assumedSize ?? this.defaultListSize));
 
     const sized = listSize?.sizedFields != null ? this.sizedFields(type, listSize.sizedFields, coordinate) : null;
-    const slicing = listDepth > 0 || sized !== null ? this.slicing(field, listSize?.slicingArguments ?? null, coordinate) : NO_SLICING;
+    const slicingArguments = listSize?.slicingArguments ?? (this.isEntities(owner, field) ? ENTITIES_SLICING : null);
+    const slicing = listDepth > 0 || sized !== null ? this.slicing(field, slicingArguments, coordinate) : NO_SLICING;
 
     return {
       name: field.name,
@@ -346,7 +402,35 @@ class Compiler {
       sized,
       rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
       arguments: this.argumentCosts(field, interfaceFields, coordinate),
+      graphs: this.extras.graphs?.get(coordinate) ?? 0,
+      requiredGraphs: this.requiredGraphs(owner, coordinate),
     };
+  }
+
+  /** The subgraphs of a `@requires` field's required fields, first level (each field's bits; 0 for one not federated). */
+  private requiredGraphs(owner: GraphQLObjectType | null, coordinate: string): readonly number[] | null {
+    const selections = this.extras.requires?.get(coordinate);
+    if (owner === null || selections === undefined || this.extras.graphs === undefined) return null;
+    const graphs: number[] = [];
+    const add = (list: readonly SelectionNode[]): void => {
+      for (const selection of list) {
+        if (selection.kind === Kind.FIELD) graphs.push(this.extras.graphs?.get(`${owner.name}.${selection.name.value}`) ?? 0);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) add(selection.selectionSet.selections);
+      }
+    };
+    add(selections);
+    return Object.freeze(graphs);
+  }
+
+  /**
+   * A subgraph's `_entities(representations:)` returns one entity per
+   * representation: the gateway's list is its size (a list argument counts
+   * its elements), not an assumed one.
+   */
+  private isEntities(owner: GraphQLObjectType | null, field: GraphQLField<unknown, unknown>): boolean {
+    if (owner === null || owner !== this.schema.getQueryType() || field.name !== '_entities') return false;
+    const representations = field.args.find((a) => a.name === 'representations');
+    return representations !== undefined && isListType(getNullableType(representations.type));
   }
 
   /**
@@ -470,6 +554,8 @@ class Compiler {
       sized: null,
       rules: this.rules(owner, []),
       arguments: null,
+      graphs: 0,
+      requiredGraphs: null,
     };
   }
 
@@ -514,6 +600,20 @@ class Compiler {
       }
       rules.push(Object.freeze({ bucket: index, cost: fixed }));
       this.annotations.push(Object.freeze({ coordinate, bucket, cost: fixed }));
+    }
+    const given = this.extras.rules?.get(coordinate);
+    if (given !== undefined) {
+      this.ruled.add(coordinate);
+      for (const { bucket, cost } of given) {
+        const index = this.bucketIndexOf(bucket);
+        const same = rules.find((r) => r.bucket === index);
+        if (same !== undefined) {
+          if (same.cost === cost) continue;
+          throw new Error(`rules["${coordinate}"]: bucket "${bucket}" is given twice with different costs (a rule and a @tokenBucket, or two rules)`);
+        }
+        rules.push(Object.freeze({ bucket: index, cost }));
+        this.annotations.push(Object.freeze({ coordinate, bucket, cost, fromRules: true as const }));
+      }
     }
     return rules.length === 0 ? NO_RULES : Object.freeze(rules);
   }
@@ -758,7 +858,9 @@ function describe(value: unknown): string {
 export function chargeKey(field: FieldCost, inputKeys: Map<InputCost, string>): string {
   const rules = field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(',');
   const args = (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${inputKey(a.input, inputKeys)}`).join(',');
-  return `${rules}|${args}`;
+  // Federation: the subgraphs a field is fetched from decide the entity fetches below it.
+  const graphs = field.graphs === 0 ? '' : `|${field.graphs}:${field.requiredGraphs?.join(',') ?? ''}`;
+  return `${rules}|${args}${graphs}`;
 }
 
 /** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by type (one object each). */

@@ -9,6 +9,8 @@ import { rateLimitedError, unavailableError, withHttpStatus } from '../core/erro
 import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
 import { Limiter } from '../core/limiter.js';
+import { stitchedPricing } from '../cost/federation.js';
+import type { PricingSource } from '../cost/federation.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
@@ -68,6 +70,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   // Keyed by Yoga's Request, which the operations of an HTTP batch share.
   const fieldsByRequest = new RateLimitFieldsByResponse();
   let loaded = false;
+  /** True while the server is being created: a schema given then fails the creation; one met later (a gateway's) is logged. */
+  let creating = true;
 
   async function admit(
     args: { schema: unknown; document: unknown; operationName?: unknown; variableValues?: unknown; contextValue: TContext },
@@ -129,15 +133,33 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       if (rateLimitHeaders) fieldsByRequest.get(request)?.writeTo(response.headers);
     },
 
+    onPluginInit() {
+      // envelop hands over the schema it was created with before it returns.
+      queueMicrotask(() => {
+        creating = false;
+      });
+    },
+
     onSchemaChange({ schema }) {
       if (!isSchema(schema)) return;
-      if (!loaded) {
+      // A schema stitched from subgraphs (Hive Gateway's) also says what each field needs from the others;
+      // it arrives after start-up, whenever the gateway's plugins were set up.
+      const stitched = schema.extensions['stitchingInfo'] !== undefined;
+      if (!loaded && creating && !stitched) {
         // The first schema is checked strictly: a faulty annotation fails the server's creation.
         limiter.load(schema);
-        loaded = true;
       } else {
-        limiter.modelFor(schema, logger);
+        // Thrown here, the error would answer every request with a bare 500.
+        let source: PricingSource | undefined;
+        try {
+          source = stitched ? stitchedPricing(schema) : undefined;
+          limiter.modelFor(schema, logger, source);
+          if (stitched) limiter.warnIfUnlimited(schema, logger);
+        } catch (error) {
+          limiter.refuse(schema, error, logger, source);
+        }
       }
+      loaded = true;
     },
 
     async onExecute({ args, setResultAndStopExecution }) {

@@ -1,0 +1,156 @@
+import { Kind } from 'graphql';
+import type { FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
+import type { CompositeCost, FieldCost } from './schema-costs.js';
+import { included } from './selections.js';
+
+/** The lowest bit of a subgraph mask: the subgraph a planner would fetch such a field from. */
+function lowest(graphs: number): number {
+  return graphs & -graphs;
+}
+
+function bits(mask: number): number {
+  let count = 0;
+  for (let m = mask; m !== 0; m &= m - 1) count++;
+  return count;
+}
+
+function applies(condition: string, type: CompositeCost): boolean {
+  return condition === type.name || type.abstractTypes.has(condition);
+}
+
+/**
+ * Federation: how many entity fetches each object a field returns costs a
+ * gateway. The object comes from the subgraphs that resolve the field; every
+ * other subgraph that resolves a field selected on it is one more fetch
+ * (`_entities`) per object, and a field with `@requires` is fetched on its
+ * own after what it requires, from wherever that comes. This is the work
+ * Apollo Router's planned cost counts per fetch, here counted per object,
+ * so it scales with the lists that produce the entities.
+ *
+ * Each selection set (and fragment) is read once per type and subgraphs.
+ */
+export class EntityFetches {
+  private readonly masks = new Map<SelectionSetNode, Map<number, number>>();
+  /** Per field and its one selection set: the answer, asked again for every object of a response. */
+  private readonly answers = new Map<FieldCost, Map<SelectionSetNode, number>>();
+  private readonly types = new Map<SelectionSetNode, readonly CompositeCost[]>();
+  private readonly expanding = new Set<string>();
+  private readonly possible = new Map<CompositeCost, Map<string, CompositeCost>>();
+  private readonly fragmentConditions = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+    private readonly variables: Readonly<Record<string, unknown>>,
+  ) {}
+
+  /** Fetches per object `field` returns, for its selection sets (several where fields of one response key merge). */
+  perObject(field: FieldCost, selectionSets: readonly (SelectionSetNode | undefined)[]): number {
+    const target = field.target;
+    if (field.graphs === 0 || target === null) return 0;
+    const only = selectionSets.length === 1 ? selectionSets[0] : undefined;
+    const known = only === undefined ? undefined : this.answers.get(field)?.get(only);
+    if (known !== undefined) return known;
+    let most = 0;
+    for (const type of this.typesOf(target, selectionSets)) {
+      let mask = 0;
+      for (const set of selectionSets) if (set !== undefined) mask |= this.mask(set, type, field.graphs);
+      most = Math.max(most, bits(mask));
+    }
+    if (only !== undefined) {
+      let byNode = this.answers.get(field);
+      if (byNode === undefined) this.answers.set(field, (byNode = new Map()));
+      byNode.set(only, most);
+    }
+    return most;
+  }
+
+  /**
+   * An object type, or for an interface or union one type per class of its
+   * possible types and each type a condition names: the walk never goes over
+   * every possible type of a type with thousands.
+   */
+  private typesOf(target: CompositeCost, selectionSets: readonly (SelectionSetNode | undefined)[]): readonly CompositeCost[] {
+    if (target.fields !== null) return [target];
+    const only = selectionSets.length === 1 ? selectionSets[0] : undefined;
+    const known = only === undefined ? undefined : this.types.get(only);
+    if (known !== undefined) return known;
+    const types = new Set(target.representatives ?? []);
+    const named = new Set<string>();
+    for (const set of selectionSets) if (set !== undefined) for (const name of this.conditions(set.selections)) named.add(name);
+    let byName = this.possible.get(target);
+    if (byName === undefined) this.possible.set(target, (byName = new Map((target.possibleTypes ?? []).map((t) => [t.name, t]))));
+    for (const name of named) {
+      const possible = byName.get(name);
+      if (possible !== undefined) types.add(possible);
+    }
+    const result = [...types];
+    if (only !== undefined) this.types.set(only, result);
+    return result;
+  }
+
+  /** The type conditions a selection names, through inline fragments and the fragments it spreads (each fragment read once). */
+  private conditions(selections: readonly SelectionNode[], into = new Set<string>()): Set<string> {
+    for (const selection of selections) {
+      if (selection.kind === Kind.INLINE_FRAGMENT) {
+        if (selection.typeCondition !== undefined) into.add(selection.typeCondition.name.value);
+        this.conditions(selection.selectionSet.selections, into);
+      } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
+        const name = selection.name.value;
+        let known = this.fragmentConditions.get(name);
+        if (known === undefined) {
+          const fragment = this.fragments.get(name);
+          // Registered first: a fragment spread inside itself is invalid, and must not loop.
+          this.fragmentConditions.set(name, (known = new Set()));
+          if (fragment !== undefined) {
+            known.add(fragment.typeCondition.name.value);
+            this.conditions(fragment.selectionSet.selections, known);
+          }
+        }
+        for (const condition of known) into.add(condition);
+      }
+    }
+    return into;
+  }
+
+  /** The subgraphs besides `producers` that the selection needs fetched on an object of `type`. */
+  private mask(selectionSet: SelectionSetNode, type: CompositeCost, producers: number): number {
+    const key = type.index * 0x1_0000_0000 + producers;
+    let byKey = this.masks.get(selectionSet);
+    const known = byKey?.get(key);
+    if (known !== undefined) return known;
+    let mask = 0;
+    const fields = type.fields;
+    if (fields !== null) {
+      for (const selection of selectionSet.selections) {
+        if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, this.variables)) continue;
+        if (selection.kind === Kind.FIELD) {
+          mask |= fieldMask(fields.get(selection.name.value), producers);
+        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+          if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) mask |= this.mask(selection.selectionSet, type, producers);
+        } else {
+          const name = selection.name.value;
+          const fragment = this.fragments.get(name);
+          if (fragment === undefined || this.expanding.has(name) || !applies(fragment.typeCondition.name.value, type)) continue;
+          this.expanding.add(name);
+          mask |= this.mask(fragment.selectionSet, type, producers);
+          this.expanding.delete(name);
+        }
+      }
+    }
+    if (byKey === undefined) this.masks.set(selectionSet, (byKey = new Map()));
+    byKey.set(key, mask);
+    return mask;
+  }
+
+}
+
+function fieldMask(field: FieldCost | undefined, producers: number): number {
+  if (field === undefined || field.graphs === 0) return 0;
+  let mask = (field.graphs & producers) === 0 ? lowest(field.graphs) : 0;
+  if (field.requiredGraphs !== null) {
+    // Fetched again, on its own, once what it requires has arrived from its subgraphs.
+    mask |= lowest(field.graphs & producers) || lowest(field.graphs);
+    for (const graphs of field.requiredGraphs) if (graphs !== 0 && (graphs & producers) === 0) mask |= lowest(graphs);
+  }
+  return mask;
+}

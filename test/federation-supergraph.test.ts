@@ -1,0 +1,73 @@
+// SPEC §7, pricing against a supergraph composed with @apollo/composition:
+// @key, @provides (with its @external) and @override change nothing a client could
+// use to pay less for the same work; entity fetches follow the subgraphs
+// that resolve each field.
+import { composeServices } from '@apollo/composition';
+import { getOperationAST, parse } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { CostModel, supergraphPricing } from '../src/index.js';
+
+const FEDERATION = '@link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key", "@external", "@provides", "@override", "@shareable", "@cost"])';
+
+function supergraph(subgraphs: Record<string, string>): string {
+  const result = composeServices(Object.entries(subgraphs).map(([name, sdl]) => ({ name, typeDefs: parse(`extend schema ${FEDERATION}\n${sdl}`), url: `http://${name}` })));
+  if (result.errors !== undefined) throw new Error(result.errors.map((e) => e.message).join('; '));
+  return result.supergraphSdl;
+}
+
+function price(sdl: string, query: string): number | undefined {
+  const source = supergraphPricing(sdl);
+  const model = new CostModel(source.schema, { rules: new Map([['Query', [{ bucket: 'api', cost: null }]]]), requires: source.requires, graphs: source.graphs });
+  const document = parse(query);
+  return model.costOf(document, getOperationAST(document)!, {}).get('api');
+}
+
+const users = 'type User @key(fields: "id") { id: ID! name: String @shareable bio: String @cost(weight: 4) }';
+
+describe('pricing a composed supergraph', () => {
+  it('@provides: a field the parent subgraph provides is never priced below its own subgraph', () => {
+    const plain = supergraph({
+      posts: 'type Query { posts: [Post!]! } type Post @key(fields: "id") { id: ID! author: User } type User @key(fields: "id") { id: ID! }',
+      users,
+    });
+    const provided = supergraph({
+      posts: 'type Query { posts: [Post!]! } type Post @key(fields: "id") { id: ID! author: User @provides(fields: "name") } type User @key(fields: "id") { id: ID! name: String @external }',
+      users,
+    });
+    const query = '{ posts { author { name bio } } }';
+    // posts 10 × (Post 1 + author (User 1 + bio 4 + one fetch from users 1)) = 70
+    expect(price(plain, query)).toBe(70);
+    expect(price(provided, query)).toBe(70);
+  });
+
+  it('@key: a field another subgraph resolves costs its weight and its fetch; the key alone fetches nothing', () => {
+    const sdl = supergraph({
+      posts: 'type Query { post: Post } type Post @key(fields: "id") { id: ID! author: User } type User @key(fields: "id") { id: ID! }',
+      users,
+    });
+    // post (Post 1 + author (User 1 + bio 4 + fetch from users 1)) = 7
+    expect(price(sdl, '{ post { author { bio } } }')).toBe(7);
+    // Only the key: nothing to fetch.
+    expect(price(sdl, '{ post { author { id __typename } } }')).toBe(2);
+  });
+
+  it('@override: the field is fetched from the subgraph that took it over', () => {
+    const sdl = supergraph({
+      posts: 'type Query { post: Post } type Post @key(fields: "id") { id: ID! title: String @override(from: "legacy") @cost(weight: 2) }',
+      legacy: 'type Post @key(fields: "id") { id: ID! title: String @cost(weight: 2) }',
+    });
+    // post (Post 1 + title 2), no fetch: the posts subgraph resolves title now.
+    expect(price(sdl, '{ post { title } }')).toBe(3);
+  });
+
+  it('aliases of fields of one subgraph are one fetch per object; @skip leaves a fetch out', () => {
+    const sdl = supergraph({
+      posts: 'type Query { post: Post } type Post @key(fields: "id") { id: ID! author: User } type User @key(fields: "id") { id: ID! }',
+      users,
+    });
+    // post 1 + author (1 + a: bio 4 + b: bio 4 + one fetch from users 1) = 11
+    expect(price(sdl, '{ post { author { a: bio b: bio } } }')).toBe(11);
+    // post 1 + author 1, nothing fetched
+    expect(price(sdl, '{ post { author { bio @skip(if: true) } } }')).toBe(2);
+  });
+});
