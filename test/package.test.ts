@@ -82,6 +82,17 @@ describe('the published package', () => {
     expect(JSON.parse(out)).toEqual({ link: true, defaults: [3, 60] });
   });
 
+  it('declares the Redis clients optional peer dependencies', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    for (const name of ['ioredis', 'redis', 'iovalkey']) {
+      expect(pkg.peerDependencies[name], name).toBeDefined();
+      expect(pkg.peerDependenciesMeta[name], name).toEqual({ optional: true });
+    }
+  });
+
   it('declares @apollo/client 4 an optional peer dependency', () => {
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
       peerDependencies: Record<string, string>;
@@ -196,7 +207,7 @@ describe('the published package', () => {
   it('loads the root, ./envelop and ./graphql-ws with only graphql and its own dependency installed', async () => {
     // A project of its own: the packed files under node_modules, beside graphql
     // and @graphql-tools/utils only (no @apollo/server, @envelop/core,
-    // graphql-ws, ioredis or @opentelemetry/api anywhere Node looks): the
+    // graphql-ws, ioredis, redis, iovalkey or @opentelemetry/api anywhere Node looks): the
     // decisions below record no metrics, and fail for none.
     const dir = mkdtempSync(join(tmpdir(), 'gtb-peers-'));
     try {
@@ -213,7 +224,7 @@ describe('the published package', () => {
       const out = await node(
         dir,
         `const absent = [];
-         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', '@opentelemetry/api']) {
+         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api']) {
            try { await import(name); } catch (error) { if (error.code === 'ERR_MODULE_NOT_FOUND') absent.push(name); }
          }
          const { buildSchema } = await import('graphql');
@@ -236,7 +247,7 @@ describe('the published package', () => {
          }));`,
       );
       expect(JSON.parse(out)).toEqual({
-        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', '@opentelemetry/api'],
+        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api'],
         plugin: 'function',
         envelop: 'function',
         first: 'admitted',
