@@ -170,9 +170,12 @@ describe('MemoryStore timers', () => {
   });
 });
 
-describe.each(['Redis', 'Redis Cluster'] as const)('RedisStore on %s with foreign stored values', (kind) => {
+const foreignCases = (['Redis', 'Redis Cluster'] as const).flatMap((kind) => CLIENT_FAMILIES.map((family) => [kind, family] as const));
+
+describe.each(foreignCases)('RedisStore on %s (%s) with foreign stored values', (kind, family) => {
   const client = redis(kind);
-  const store = new RedisStore(client, { prefix: uniquePrefix(`foreign ${kind}`) });
+  const own = family === 'ioredis' ? client : familyClient(family, sharedTarget(kind === 'Redis' ? 'redis' : 'cluster'));
+  const store = new RedisStore(own, { prefix: uniquePrefix(`foreign ${kind} ${family}`) });
   const sleep = (ms: number) => waitOnRedis(client, ms);
   // 5 tokens, one every 10 ms: empty to full in 50 ms
   const bucket = new TokenBucket('foreign', 5, Rate.perSecond(100));

@@ -39,39 +39,44 @@ function clusterNodes(nodes: readonly ClusterNodeAddress[] | null): readonly Clu
   return nodes!;
 }
 
-/**
- * A client of `family` to `target`, connected before the enclosing suite's
- * tests and closed after them: call it while a describe block is collected.
- */
-export function familyClient(family: ClientFamily, target: Target): RedisStoreClient {
-  let client: RedisStoreClient;
-  let connect: () => Promise<unknown> = async () => undefined;
-  let close: () => Promise<unknown>;
+export interface OpenedClient {
+  readonly client: RedisStoreClient;
+  /** Resolves once the client is ready (node-redis needs `connect()`; ioredis and iovalkey connect by themselves). */
+  connect(): Promise<unknown>;
+  close(): Promise<unknown>;
+}
+
+/** A client of `family` to `target`, not yet connected. */
+export function openClient(family: ClientFamily, target: Target): OpenedClient {
   if (family === 'ioredis') {
-    const ioredis = target.kind === 'redis' ? redisClient(target.url) : clusterClient(target.nodes);
-    client = ioredis;
-    close = () => ioredis.quit();
-  } else if (family === 'iovalkey') {
-    const valkey =
+    const client = target.kind === 'redis' ? redisClient(target.url) : clusterClient(target.nodes);
+    return { client, connect: async () => undefined, close: () => client.quit() };
+  }
+  if (family === 'iovalkey') {
+    const client =
       target.kind === 'redis'
         ? new ValkeyRedis(target.url, { connectTimeout: 2_000, maxRetriesPerRequest: 2, retryStrategy: (times) => Math.min(times * 50, 500) })
         : new ValkeyCluster(
             clusterNodes(target.nodes).map(({ host, port }) => ({ host, port })),
             { slotsRefreshTimeout: 2_000, redisOptions: { connectTimeout: 2_000, maxRetriesPerRequest: 2 } },
           );
-    client = valkey;
-    close = () => valkey.quit();
-  } else {
-    const node = target.kind === 'redis' ? nodeRedisClient(target.url) : nodeRedisCluster(clusterNodes(target.nodes));
-    client = node;
-    connect = () => node.connect();
-    close = () => node.close();
+    return { client, connect: async () => undefined, close: () => client.quit() };
   }
-  beforeAll(connect);
+  const client = target.kind === 'redis' ? nodeRedisClient(target.url) : nodeRedisCluster(clusterNodes(target.nodes));
+  return { client, connect: () => client.connect(), close: () => client.close() };
+}
+
+/**
+ * A client of `family` to `target`, connected before the enclosing suite's
+ * tests and closed after them: call it while a describe block is collected.
+ */
+export function familyClient(family: ClientFamily, target: Target): RedisStoreClient {
+  const opened = openClient(family, target);
+  beforeAll(opened.connect);
   afterAll(async () => {
-    await close().catch(() => undefined);
+    await opened.close().catch(() => undefined);
   });
-  return client;
+  return opened.client;
 }
 
 /** The shared Redis or Cluster of the global setup, as a `Target`. */
