@@ -56,6 +56,17 @@ describe('RedisStore refuses what is not a client it knows', () => {
   });
 });
 
+describe('RedisStore prefixes', () => {
+  it('refuses a lone surrogate, which every client sends as U+FFFD (two such prefixes shared their buckets)', () => {
+    const client = redisClient(inject('redisUrl'), { lazyConnect: true });
+    for (const prefix of ['a\uD800:', 'a\uDFFF:', '\uDC00', 'x\uD83D']) {
+      expect(() => new RedisStore(client, { prefix }), JSON.stringify(prefix)).toThrow(/without braces or lone surrogates/);
+    }
+    expect(new RedisStore(client, { prefix: 'a\uD83D\uDE42:' }).prefix).toBe('a🙂:');
+    client.disconnect();
+  });
+});
+
 describe('node-redis replies read alike whatever the client maps them to', () => {
   const url = inject('redisUrl');
   const mapped = createClient({ url, commandOptions: { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.NUMBER]: String } } });
