@@ -28,7 +28,7 @@ export interface ClientBenchOptions {
   rounds: number;
   /** Calls per Redis CPU measurement. Default 20,000. */
   cpuCalls: number;
-  /** Redis CPU rounds; the lowest counts. Default 3. */
+  /** Redis CPU rounds; the lowest counts. Default 5. */
   cpuRounds: number;
   /** Identities written for the bytes per bucket. Default 20,000. */
   memoryIdentities: number;
@@ -40,7 +40,7 @@ export const DEFAULT_CLIENT_BENCH_OPTIONS: Readonly<ClientBenchOptions> = {
   seconds: 1.5,
   rounds: 5,
   cpuCalls: 20_000,
-  cpuRounds: 3,
+  cpuRounds: 5,
   memoryIdentities: 20_000,
 };
 

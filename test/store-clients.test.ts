@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createConnection, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Redis } from 'ioredis';
-import { createClient, createClientPool, createSentinel, RESP_TYPES } from 'redis';
+import { createClient, createClientPool, createCluster, createSentinel, RESP_TYPES } from 'redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate } from '../src/rate.js';
 import { RedisStore } from '../src/stores/redis-store.js';
@@ -125,6 +125,8 @@ interface ReplyDropper {
   readonly url: string;
   /** The next reply from Redis (after Redis ran the command) closes the client's connection undelivered. */
   dropNextReply(): void;
+  /** Disarms `dropNextReply`. */
+  keepReplies(): void;
   close(): Promise<void>;
 }
 
@@ -157,6 +159,7 @@ async function replyDropper(port: number): Promise<ReplyDropper> {
   return {
     url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
     dropNextReply: () => void (drop = true),
+    keepReplies: () => void (drop = false),
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -233,6 +236,30 @@ describe('Faults, per client family, on a Redis of this file’s own', () => {
     } finally {
       await client.close().catch(() => undefined);
       await proxy.close();
+    }
+  });
+});
+
+describe('node-redis Cluster: a reply lost with its connection', () => {
+  it('fails the call, which is never sent again: Redis ran it once', async () => {
+    const nodes = inject('redisClusterNodes')!;
+    // A proxy in front of every master; the cluster reaches each node through its own.
+    const proxies = await Promise.all(nodes.map(({ port }) => replyDropper(port)));
+    const through = new Map(nodes.map(({ host, port }, i) => [`${host}:${port}`, { host: '127.0.0.1', port: Number(new URL(proxies[i]!.url).port) }]));
+    const cluster = createCluster({ rootNodes: proxies.map(({ url }) => ({ url })), nodeAddressMap: (address) => through.get(address) });
+    cluster.on('error', () => {});
+    await cluster.connect();
+    try {
+      const store = new RedisStore(cluster, { prefix: uniquePrefix('cluster lost reply') });
+      const bucket = hourly('lost', 10);
+      expect(await store.acquire(bucket, 'k', 1)).toEqual({ allowed: true, remaining: 9 });
+      for (const proxy of proxies) proxy.dropNextReply();
+      await expect(store.acquire(bucket, 'k', 2)).rejects.toThrow();
+      for (const proxy of proxies) proxy.keepReplies();
+      expect(await untilAnswered(() => store.acquire(bucket, 'k', 0))).toEqual({ allowed: true, remaining: 7 });
+    } finally {
+      await cluster.close().catch(() => undefined);
+      await Promise.all(proxies.map((proxy) => proxy.close()));
     }
   });
 });
