@@ -193,6 +193,8 @@ describe('Faults, per client family, on a Redis of this file’s own', () => {
   beforeAll(async () => {
     server = await startRedisServer();
     admin = redisClient(server.url);
+    // it reconnects by itself after the restarts below
+    admin.on('error', () => {});
   });
   afterAll(async () => {
     admin?.disconnect();
@@ -218,6 +220,26 @@ describe('Faults, per client family, on a Redis of this file’s own', () => {
       }
     },
   );
+
+  it('node-redis with the offline queue off (the README options): a call while disconnected fails at once', async () => {
+    const client = createClient({ url: server.url, disableOfflineQueue: true, socket: { reconnectStrategy: (retries) => Math.min(retries * 50, 200) } });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const store = new RedisStore(client, { prefix: uniquePrefix('offline') });
+      const bucket = hourly('offline', 3);
+      expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 2 });
+      const lost = new Promise((resolve) => client.once('reconnecting', resolve));
+      await server.kill();
+      await lost;
+      await expect(store.acquire(bucket, 'k')).rejects.toThrow('The client is offline');
+      await server.restart();
+      expect(await untilAnswered(() => store.acquire(bucket, 'k'))).toEqual({ allowed: true, remaining: 2 });
+    } finally {
+      await client.close().catch(() => undefined);
+      await server.restart();
+    }
+  });
 
   it('node-redis: a reply lost with its connection fails the call, which is never sent again', async () => {
     const proxy = await replyDropper(server.port);
