@@ -1,8 +1,10 @@
 // A manual failover (CLUSTER FAILOVER on a replica) of the master holding a
 // bucket, on a cluster of this file's own, with each client library: the
 // store follows the slot to the new master, loads its script there, and
-// has lost nothing and taken nothing twice.
+// has lost nothing and taken nothing twice. And a master hung (SIGSTOP)
+// in the middle of an operation across slots, on node-redis.
 import { Redis } from 'ioredis';
+import { createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rate } from '../src/rate.js';
 import { RedisStore } from '../src/stores/redis-store.js';
@@ -31,6 +33,17 @@ async function onNode<T>(node: { host: string; port: number }, work: (redis: Red
   } finally {
     redis.disconnect();
   }
+}
+
+/** The master now serving `key`. */
+async function masterOf(key: string): Promise<{ host: string; port: number }> {
+  return onNode(cluster.nodes[0]!, async (redis) => {
+    const slot = Number(await redis.call('CLUSTER', 'KEYSLOT', key));
+    const ranges = (await redis.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, string]][];
+    const owner = ranges.find(([from, to]) => from <= slot && slot <= to);
+    if (owner === undefined) throw new Error(`no master serves slot ${slot}`);
+    return { host: owner[2][0], port: owner[2][1] };
+  });
 }
 
 /** A replica, in sync, of the master now serving `key`. */
@@ -100,6 +113,47 @@ describe('RedisStore across a manual Cluster failover', () => {
       expect(await store.acquire(bucket, k, 6)).toEqual({ allowed: true, remaining: 0 });
     } finally {
       await opened.close().catch(() => undefined);
+    }
+  });
+});
+
+describe('RedisStore on a node-redis Cluster whose master hangs in the middle of an operation', () => {
+  it('gives the slots taken back once when a later slot times out (socketTimeout)', async () => {
+    const client = createCluster({
+      rootNodes: cluster.nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+      defaults: { pingInterval: 100, socket: { socketTimeout: 300, reconnectStrategy: (retries) => Math.min(retries * 50, 200) } },
+    });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const store = new RedisStore(client, { prefix: uniquePrefix('hung master') });
+      const api = new TokenBucket('api', 10, Rate.perHour(1));
+      const holds = async (key: string) => {
+        const answer = await store.acquire(api, key, 0);
+        return answer.allowed ? answer.remaining : -1;
+      };
+      const [alice, bob, carol] = await Promise.all([0, 1, 2].map((index) => identityOnMaster(store, api, index)));
+      await store.acquire(api, alice!, 4); // 6 left
+      await store.acquire(api, bob!, 1); // 9 left
+      const { port } = await masterOf(store.keyFor(api, carol!));
+      const hung = cluster.servers.find((server) => server.port === port)!;
+      await hung.pause();
+      try {
+        await expect(
+          store.acquireAll([
+            { bucket: api, key: alice!, cost: 3 },
+            { bucket: api, key: bob!, cost: 3 },
+            { bucket: api, key: carol!, cost: 1 },
+          ]),
+        ).rejects.toThrow(/Socket timeout/i);
+      } finally {
+        await hung.resume();
+        await cluster.waitUntilHealthy();
+      }
+      expect(await holds(alice!)).toBe(6);
+      expect(await holds(bob!)).toBe(9);
+    } finally {
+      await client.close().catch(() => undefined);
     }
   });
 });

@@ -241,6 +241,33 @@ describe('Faults, per client family, on a Redis of this file’s own', () => {
     }
   });
 
+  it('node-redis with socketTimeout: a call to a hung Redis fails once the socket has been silent that long', async () => {
+    // pingInterval below socketTimeout keeps an idle connection from timing out; node-redis's default
+    // reconnectStrategy gives up for good after a socket timeout, the README's does not
+    const client = createClient({
+      url: server.url,
+      pingInterval: 100,
+      socket: { socketTimeout: 300, reconnectStrategy: (retries) => Math.min(retries * 50, 200) },
+    });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const store = new RedisStore(client, { prefix: uniquePrefix('hung') });
+      const bucket = hourly('hung', 3);
+      expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 2 });
+      await server.pause();
+      try {
+        await expect(store.acquire(bucket, 'k')).rejects.toThrow(/Socket timeout/i);
+      } finally {
+        await server.resume();
+      }
+      // The hung call was sent: Redis ran it when it woke, and it is not sent again.
+      expect(await untilAnswered(() => store.acquire(bucket, 'k', 0))).toEqual({ allowed: true, remaining: 1 });
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  });
+
   it('node-redis: a reply lost with its connection fails the call, which is never sent again', async () => {
     const proxy = await replyDropper(server.port);
     const client = nodeRedisClient(proxy.url);
