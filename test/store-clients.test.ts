@@ -56,6 +56,24 @@ describe('RedisStore refuses what is not a client it knows', () => {
   });
 });
 
+describe('a node-redis cluster its owner has not connected', () => {
+  it('fails each call with an error saying so (node-redis itself threw a TypeError from inside), and works once connected', async () => {
+    const cluster = createCluster({ rootNodes: inject('redisClusterNodes')!.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
+    cluster.on('error', () => {});
+    const store = new RedisStore(cluster, { prefix: uniquePrefix('unconnected cluster') });
+    const bucket = hourly('unconnected', 2);
+    await expect(store.acquire(bucket, 'k')).rejects.toThrow('The node-redis cluster is closed: connect it (await cluster.connect())');
+    await expect(store.reset(bucket, 'k')).rejects.toThrow('The node-redis cluster is closed');
+    await cluster.connect();
+    try {
+      expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 1 });
+    } finally {
+      await cluster.close();
+    }
+    await expect(store.acquire(bucket, 'k')).rejects.toThrow('The node-redis cluster is closed');
+  });
+});
+
 describe('RedisStore prefixes', () => {
   it('refuses a lone surrogate, which every client sends as U+FFFD (two such prefixes shared their buckets)', () => {
     const client = redisClient(inject('redisUrl'), { lazyConnect: true });

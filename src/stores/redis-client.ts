@@ -24,6 +24,7 @@ export interface NodeRedisClient {
 
 /** A node-redis v5 cluster (`createCluster()`), connected by its owner. */
 export interface NodeRedisCluster {
+  readonly isOpen: boolean;
   readonly masters: readonly unknown[];
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: NodeRedisCommandOptions): Promise<unknown>;
 }
@@ -125,10 +126,16 @@ function nodeRedisClient(client: NodeRedisClient): ScriptClient {
   };
 }
 
+/** What a node-redis cluster not connected (or closed) would otherwise fail with: a TypeError from inside it. */
+function assertOpen(cluster: NodeRedisCluster): void {
+  if (!cluster.isOpen) throw new Error('The node-redis cluster is closed: connect it (await cluster.connect()) before the store uses it');
+}
+
 function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
   return {
     cluster: true,
     async runScript(script, keys, args) {
+      assertOpen(cluster);
       const command = evalShaCommand(script, keys, args);
       // The first key picks the slot's master (RedisStore keeps every key of a call in one slot).
       const first = keys[0];
@@ -139,6 +146,9 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
         throw error;
       }
     },
-    del: async (key) => Number(await cluster.sendCommand(key, false, ['DEL', key], NODE_REDIS_OPTIONS)),
+    del: async (key) => {
+      assertOpen(cluster);
+      return Number(await cluster.sendCommand(key, false, ['DEL', key], NODE_REDIS_OPTIONS));
+    },
   };
 }
