@@ -2,15 +2,32 @@
 // way a user's Node loads them. (The SDL file's text is checked against
 // `tokenBucketDirectiveTypeDefs` in directive.test.ts.)
 import { execFile } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * A directory for a project of its own with no node_modules above it, where
+ * Node would find packages the project does not have (another checkout's
+ * /tmp/node_modules, say): the temporary directory, or the next one that qualifies.
+ */
+function isolatedParent(): string {
+  const clean = (dir: string): boolean => {
+    for (let d = resolve(dir); ; d = dirname(d)) {
+      if (existsSync(join(d, 'node_modules'))) return false;
+      if (dirname(d) === d) return true;
+    }
+  };
+  const found = [tmpdir(), '/var/tmp', '/dev/shm'].find((dir) => existsSync(dir) && clean(dir));
+  if (found === undefined) throw new Error(`every temporary directory has a node_modules above it (${tmpdir()}): set TMPDIR to one that has none`);
+  return found;
+}
 
 let files: string[] = [];
 
@@ -209,7 +226,7 @@ describe('the published package', () => {
     // and @graphql-tools/utils only (no @apollo/server, @envelop/core,
     // graphql-ws, ioredis, redis, iovalkey or @opentelemetry/api anywhere Node looks): the
     // decisions below record no metrics, and fail for none.
-    const dir = mkdtempSync(join(tmpdir(), 'gtb-peers-'));
+    const dir = mkdtempSync(join(isolatedParent(), 'gtb-peers-'));
     try {
       const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
       mkdirSync(pkg, { recursive: true });
