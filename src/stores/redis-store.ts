@@ -71,10 +71,10 @@ interface Taken {
 }
 
 /**
- * Token buckets in Redis or Redis Cluster (ioredis, iovalkey or node-redis
- * v5, single or Cluster). Each acquire is one
- * Lua script call that reads Redis `TIME`, so every process sharing the
- * Redis spends from the same buckets and no token is spent twice.
+ * Token buckets in Redis or Redis Cluster, through ioredis, iovalkey or
+ * node-redis v5. Each acquire is one Lua script call that reads Redis
+ * `TIME`, so every process sharing the Redis spends from the same buckets
+ * and no token is spent twice.
  */
 export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> implements BucketStore {
   /** The client the store was given. */
