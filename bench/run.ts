@@ -7,6 +7,7 @@
  *   npm run bench -- --only cost  # the cost analysis alone
  *   npm run bench -- --only flood
  *   npm run bench -- --only federation  # Apollo Gateway with the plugin against without
+ *   npm run bench -- --only clients  # node-redis and iovalkey vs ioredis, and the sizing figures
  */
 import { Redis } from 'ioredis';
 import type { Benchmark, BenchReport } from './benchmark.js';
@@ -14,6 +15,7 @@ import { formatTargets } from './benchmark.js';
 import type { RedisServer } from './redis-server.js';
 import { startRedisServer } from './redis-server.js';
 import { floodBenchmark } from './flood-bench.js';
+import { clientBenchmark } from './client-bench.js';
 import { costBenchmark } from './graphql-cost.js';
 import { federationBenchmark } from './federation-bench.js';
 import { graphqlBenchmark } from './graphql-bench.js';
@@ -23,7 +25,7 @@ import { storeBenchmark } from './store-bench.js';
 class UsageError extends Error {}
 
 /** Every benchmark, in run order. Add new ones here (e.g. `graphqlBenchmark` from './graphql-bench.js'). */
-const BENCHMARKS: readonly Benchmark[] = [storeBenchmark, graphqlBenchmark, costBenchmark, floodBenchmark, federationBenchmark];
+const BENCHMARKS: readonly Benchmark[] = [storeBenchmark, clientBenchmark, graphqlBenchmark, costBenchmark, floodBenchmark, federationBenchmark];
 
 function selected(argv: readonly string[]): readonly Benchmark[] {
   const only: string[] = [];

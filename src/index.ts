@@ -13,6 +13,7 @@ export { MAX_BATCH_REQUESTS } from './stores/validate.js';
 export { DEFAULT_MAX_RECEIPTS } from './stores/receipts.js';
 export { RedisStore } from './stores/redis-store.js';
 export type { RedisStoreOptions } from './stores/redis-store.js';
+export type { IoredisLikeClient, NodeRedisClient, NodeRedisCluster, RedisStoreClient } from './stores/redis-client.js';
 export { DEFAULT_PREFIX } from './stores/redis-keys.js';
 export { MemoryStore, DEFAULT_SWEEP_INTERVAL_MS } from './stores/memory-store.js';
 export type { MemoryStoreOptions } from './stores/memory-store.js';

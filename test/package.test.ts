@@ -2,15 +2,32 @@
 // way a user's Node loads them. (The SDL file's text is checked against
 // `tokenBucketDirectiveTypeDefs` in directive.test.ts.)
 import { execFile } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * A directory for a project of its own with no node_modules above it, where
+ * Node would find packages the project does not have (another checkout's
+ * /tmp/node_modules, say): the temporary directory, or the next one that qualifies.
+ */
+function isolatedParent(): string {
+  const clean = (dir: string): boolean => {
+    for (let d = resolve(dir); ; d = dirname(d)) {
+      if (existsSync(join(d, 'node_modules'))) return false;
+      if (dirname(d) === d) return true;
+    }
+  };
+  const found = [tmpdir(), '/var/tmp', '/dev/shm'].find((dir) => existsSync(dir) && clean(dir));
+  if (found === undefined) throw new Error(`every temporary directory has a node_modules above it (${tmpdir()}): set TMPDIR to one that has none`);
+  return found;
+}
 
 let files: string[] = [];
 
@@ -80,6 +97,17 @@ describe('the published package', () => {
        }));`,
     );
     expect(JSON.parse(out)).toEqual({ link: true, defaults: [3, 60] });
+  });
+
+  it('declares the Redis clients optional peer dependencies', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    for (const name of ['ioredis', 'redis', 'iovalkey']) {
+      expect(pkg.peerDependencies[name], name).toBeDefined();
+      expect(pkg.peerDependenciesMeta[name], name).toEqual({ optional: true });
+    }
   });
 
   it('declares @apollo/client 4 an optional peer dependency', () => {
@@ -196,9 +224,9 @@ describe('the published package', () => {
   it('loads the root, ./envelop and ./graphql-ws with only graphql and its own dependency installed', async () => {
     // A project of its own: the packed files under node_modules, beside graphql
     // and @graphql-tools/utils only (no @apollo/server, @envelop/core,
-    // graphql-ws, ioredis or @opentelemetry/api anywhere Node looks): the
+    // graphql-ws, ioredis, redis, iovalkey or @opentelemetry/api anywhere Node looks): the
     // decisions below record no metrics, and fail for none.
-    const dir = mkdtempSync(join(tmpdir(), 'gtb-peers-'));
+    const dir = mkdtempSync(join(isolatedParent(), 'gtb-peers-'));
     try {
       const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
       mkdirSync(pkg, { recursive: true });
@@ -213,7 +241,7 @@ describe('the published package', () => {
       const out = await node(
         dir,
         `const absent = [];
-         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', '@opentelemetry/api']) {
+         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api']) {
            try { await import(name); } catch (error) { if (error.code === 'ERR_MODULE_NOT_FOUND') absent.push(name); }
          }
          const { buildSchema } = await import('graphql');
@@ -236,7 +264,7 @@ describe('the published package', () => {
          }));`,
       );
       expect(JSON.parse(out)).toEqual({
-        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', '@opentelemetry/api'],
+        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api'],
         plugin: 'function',
         envelop: 'function',
         first: 'admitted',

@@ -8,6 +8,7 @@ import type { AcquireRequest, BucketKey } from '../src/stores/bucket-store.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
+import { CLIENT_FAMILIES, familyStore } from './support/client-families.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
 
 const clients: (Redis | Cluster)[] = [];
@@ -15,22 +16,28 @@ afterAll(async () => {
   await Promise.all(clients.map((c) => c.quit().catch(() => undefined)));
 });
 
-function redisStore(kind: 'Redis' | 'Redis Cluster'): RedisStore {
+function redisStore(kind: 'Redis' | 'Redis Cluster'): RedisStore<Redis | Cluster> {
   const client = kind === 'Redis' ? redisClient(inject('redisUrl')) : clusterClient(inject('redisClusterNodes'));
   clients.push(client);
   return new RedisStore(client, { prefix: uniquePrefix(`check measure ${kind}`) });
 }
 
+/** ioredis clients to look at what a store wrote. */
+const inspectors = { redis: redisClient(inject('redisUrl')), cluster: clusterClient(inject('redisClusterNodes')) };
+clients.push(inspectors.redis, inspectors.cluster);
+
 const stores: [string, () => MemoryStore | RedisStore][] = [
   ['MemoryStore', () => new MemoryStore({ now: () => 1_800_000_000_000 })],
-  ['RedisStore on Redis', () => redisStore('Redis')],
-  ['RedisStore on Redis Cluster', () => redisStore('Redis Cluster')],
+  ...CLIENT_FAMILIES.flatMap((family): [string, () => RedisStore][] => [
+    [`RedisStore on Redis (${family})`, () => familyStore(family, 'redis', { prefix: uniquePrefix(`check measure ${family}`) })],
+    [`RedisStore on Redis Cluster (${family})`, () => familyStore(family, 'cluster', { prefix: uniquePrefix(`check measure ${family}`) })],
+  ]),
 ];
 
 const slow = (name: string, capacity: number) => new TokenBucket(name, capacity, Rate.perHour(1));
 const hour = 3_600_000;
 
-describe.each(stores)('%s', (_name, makeStore) => {
+describe.each(stores)('%s', (name, makeStore) => {
   const store = makeStore();
 
   async function holds(bucket: TokenBucket, key: BucketKey): Promise<number> {
@@ -85,7 +92,8 @@ describe.each(stores)('%s', (_name, makeStore) => {
       if (!(store instanceof RedisStore)) return;
       const bucket = slow('check-nokey', 3);
       await store.checkAll([{ bucket, key: 'k', cost: 2 }]);
-      expect(await store.client.exists(store.keyFor(bucket, 'k'))).toBe(0);
+      const inspector = name.includes('Cluster') ? inspectors.cluster : inspectors.redis;
+      expect(await inspector.exists(store.keyFor(bucket, 'k'))).toBe(0);
     });
 
     it('answers an empty call without a store call', async () => {

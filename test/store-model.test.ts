@@ -22,8 +22,10 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Rate } from '../src/rate.js';
 import type { AcquireRequest, BatchAdmission, BatchCheck, BucketKey, BucketStore } from '../src/stores/bucket-store.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
+import type { RedisStoreClient } from '../src/stores/redis-client.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
+import { familyClient, sharedTarget } from './support/client-families.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
 import { redisNow, waitOnRedis } from './support/redis-clock.js';
 import { ReferenceBucket, pairId } from './support/reference-bucket.js';
@@ -484,9 +486,10 @@ function narrow(bounds: Bounds, requests: readonly AcquireRequest[], remaining: 
   });
 }
 
-async function checkRedisStore(client: Redis | Cluster, { definitions, steps }: Scenario): Promise<void> {
+/** `client` reads Redis's clock; the store runs on `storeClient`, of any client library. */
+async function checkRedisStore(client: Redis | Cluster, { definitions, steps }: Scenario, storeClient: RedisStoreClient = client): Promise<void> {
   const buckets = bucketsOf(definitions);
-  const store = new RedisStore(client, { prefix: uniquePrefix('store model') });
+  const store = new RedisStore(storeClient, { prefix: uniquePrefix('store model') });
   const bounds: Bounds = { low: new ReferenceBucket(), high: new ReferenceBucket() };
   const started = await redisNow(client);
   for (const [i, step] of steps.entries()) {
@@ -521,12 +524,16 @@ async function checkRedisStore(client: Redis | Cluster, { definitions, steps }: 
   }
 }
 
-describe.each(['Redis', 'Redis Cluster'] as const)('RedisStore on %s against the reference model', (kind) => {
+// ioredis, and node-redis (iovalkey is ioredis's fork: the store runs both alike).
+const modelCases = (['Redis', 'Redis Cluster'] as const).flatMap((kind) => (['ioredis', 'node-redis'] as const).map((family) => [kind, family] as const));
+
+describe.each(modelCases)('RedisStore on %s (%s) against the reference model', (kind, family) => {
   const client = redisTarget(kind);
+  const storeClient = family === 'ioredis' ? client : familyClient(family, sharedTarget(kind === 'Redis' ? 'redis' : 'cluster'));
 
   it('agrees, within the time each call took, on random sequences with real waits', async () => {
     await fc.assert(
-      fc.asyncProperty(redisScenario, (scenario) => checkRedisStore(client, scenario)),
+      fc.asyncProperty(redisScenario, (scenario) => checkRedisStore(client, scenario, storeClient)),
       // Real time: a run is a few hundred ms. The limit caps shrinking after a failure.
       { numRuns: 25, plugins: [fc.interruptAfterTimeLimit(25_000)] },
     );

@@ -25,6 +25,7 @@ import { Rate } from '../src/rate.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
+import { familyClient, sharedTarget } from './support/client-families.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
 import { redisNow, waitOnRedis } from './support/redis-clock.js';
 
@@ -199,10 +200,14 @@ afterAll(async () => {
   await Promise.all(clients.map((c) => c.quit().catch(() => undefined)));
 });
 
-describe.each(['Redis', 'Redis Cluster'] as const)('RedisStore on %s: refunds against the counterfactual', (kind) => {
+// ioredis, and node-redis (iovalkey is ioredis's fork: the store runs both alike). The clock is read on ioredis.
+const modelCases = (['Redis', 'Redis Cluster'] as const).flatMap((kind) => (['ioredis', 'node-redis'] as const).map((family) => [kind, family] as const));
+
+describe.each(modelCases)('RedisStore on %s (%s): refunds against the counterfactual', (kind, family) => {
   const client = kind === 'Redis' ? redisClient(inject('redisUrl')) : clusterClient(inject('redisClusterNodes'));
   clients.push(client);
-  const store = new RedisStore(client, { prefix: uniquePrefix(`refund model ${kind}`) });
+  const storeClient = family === 'ioredis' ? client : familyClient(family, sharedTarget(kind === 'Redis' ? 'redis' : 'cluster'));
+  const store = new RedisStore(storeClient, { prefix: uniquePrefix(`refund model ${kind} ${family}`) });
   let run_ = 0;
 
   it('never give back more than had the tokens not been taken, and give everything back at once', async () => {

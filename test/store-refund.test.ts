@@ -8,6 +8,8 @@ import type { BucketKey } from '../src/stores/bucket-store.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
+import { CLIENT_FAMILIES, familyClient, sharedTarget } from './support/client-families.js';
+import type { ClientFamily } from './support/client-families.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
 import { waitOnRedis } from './support/redis-clock.js';
 
@@ -28,17 +30,21 @@ function memorySubject(): Subject {
   return { store: new MemoryStore({ now: () => now }), wait: async (ms) => void (now += ms) };
 }
 
-function redisSubject(kind: 'Redis' | 'Redis Cluster'): Subject {
+/** The store on a client of `family`; the other store, and the clock, on ioredis. */
+function redisSubject(kind: 'Redis' | 'Redis Cluster', family: ClientFamily): Subject {
   const client = kind === 'Redis' ? redisClient(inject('redisUrl')) : clusterClient(inject('redisClusterNodes'));
   clients.push(client);
-  const prefix = uniquePrefix(`refund ${kind}`);
-  return { store: new RedisStore(client, { prefix }), other: new RedisStore(client, { prefix }), wait: (ms) => waitOnRedis(client, ms) };
+  const prefix = uniquePrefix(`refund ${kind} ${family}`);
+  const own = family === 'ioredis' ? client : familyClient(family, sharedTarget(kind === 'Redis' ? 'redis' : 'cluster'));
+  return { store: new RedisStore(own, { prefix }), other: new RedisStore(client, { prefix }), wait: (ms) => waitOnRedis(client, ms) };
 }
 
 const subjects: [string, () => Subject][] = [
   ['MemoryStore', memorySubject],
-  ['RedisStore on Redis', () => redisSubject('Redis')],
-  ['RedisStore on Redis Cluster', () => redisSubject('Redis Cluster')],
+  ...CLIENT_FAMILIES.flatMap((family): [string, () => Subject][] => [
+    [`RedisStore on Redis (${family})`, () => redisSubject('Redis', family)],
+    [`RedisStore on Redis Cluster (${family})`, () => redisSubject('Redis Cluster', family)],
+  ]),
 ];
 
 describe.each(subjects)('%s', (_name, makeSubject) => {

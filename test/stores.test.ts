@@ -5,36 +5,42 @@ import { Rate } from '../src/rate.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
+import { CLIENT_FAMILIES, familyClient } from './support/client-families.js';
+import type { ClientFamily } from './support/client-families.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
 
 interface Subject {
   store: RedisStore | MemoryStore;
-  /** The Redis client behind a RedisStore. */
+  /** An ioredis client to the Redis behind a RedisStore, to look at what it stored. */
   redis?: Redis | Cluster;
 }
 
-const clients: (Redis | Cluster)[] = [];
+const admins = new Map<'redis' | 'cluster', Redis | Cluster>();
 afterAll(async () => {
-  await Promise.all(clients.map((c) => c.quit().catch(() => undefined)));
+  await Promise.all([...admins.values()].map((c) => c.quit().catch(() => undefined)));
 });
 
-function redisSubject(kind: 'redis' | 'cluster'): Subject {
-  let client: Redis | Cluster;
-  if (kind === 'redis') {
-    client = redisClient(inject('redisUrl'));
-  } else {
-    const nodes = inject('redisClusterNodes');
-    if (!nodes) throw new Error('no Redis Cluster was started: install redis-server or set REDIS_CLUSTER_NODES');
-    client = clusterClient(nodes);
+function admin(kind: 'redis' | 'cluster'): Redis | Cluster {
+  let client = admins.get(kind);
+  if (client === undefined) {
+    client = kind === 'redis' ? redisClient(inject('redisUrl')) : clusterClient(inject('redisClusterNodes'));
+    admins.set(kind, client);
   }
-  clients.push(client);
-  return { store: new RedisStore(client, { prefix: uniquePrefix(kind) }), redis: client };
+  return client;
+}
+
+/** A RedisStore on a client of `family`; called while its describe block is collected. */
+function redisSubject(kind: 'redis' | 'cluster', family: ClientFamily): Subject {
+  const client = familyClient(family, kind === 'redis' ? { kind, url: inject('redisUrl') } : { kind, nodes: inject('redisClusterNodes') });
+  return { store: new RedisStore(client, { prefix: uniquePrefix(`${kind} ${family}`) }), redis: admin(kind) };
 }
 
 const subjects: [string, () => Subject][] = [
   ['MemoryStore', () => ({ store: new MemoryStore() })],
-  ['RedisStore on Redis', () => redisSubject('redis')],
-  ['RedisStore on Redis Cluster', () => redisSubject('cluster')],
+  ...CLIENT_FAMILIES.flatMap((family): [string, () => Subject][] => [
+    [`RedisStore on Redis (${family})`, () => redisSubject('redis', family)],
+    [`RedisStore on Redis Cluster (${family})`, () => redisSubject('cluster', family)],
+  ]),
 ];
 
 /** Every key of a RedisStore, on every master of a Cluster. */
@@ -291,7 +297,7 @@ describe.each(subjects.slice(1))('%s in Redis', (_name, makeSubject) => {
   });
 
   it('rejects a prefix with braces', () => {
-    expect(() => new RedisStore(redis, { prefix: 'a{b}' })).toThrow(RangeError);
+    expect(() => new RedisStore(store.client, { prefix: 'a{b}' })).toThrow(RangeError);
   });
 });
 

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Cluster, Redis } from 'ioredis';
 
 /** Finds `lua/` whether this file runs from `src/stores` or `dist/src/stores`. */
 function luaDirectory(): string {
@@ -16,9 +15,9 @@ function luaDirectory(): string {
 }
 
 /**
- * A Lua script run by EVALSHA, falling back to EVAL when the server does not
- * have it cached (after SCRIPT FLUSH, a restart or a failover): one round
- * trip in the common case, and the next EVALSHA finds it loaded again.
+ * A Lua script of `lua/` and its SHA-1, which the clients run by EVALSHA,
+ * falling back to EVAL when the server does not have it cached (after
+ * SCRIPT FLUSH, a restart or a failover; see redis-client.ts).
  */
 export class LuaScript {
   readonly source: string;
@@ -27,16 +26,5 @@ export class LuaScript {
   constructor(fileName: string) {
     this.source = readFileSync(join(luaDirectory(), fileName), 'utf8');
     this.sha = createHash('sha1').update(this.source).digest('hex');
-  }
-
-  async run(client: Redis | Cluster, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) {
-        return await client.eval(this.source, keys.length, ...keys, ...args);
-      }
-      throw error;
-    }
   }
 }

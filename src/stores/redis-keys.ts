@@ -23,9 +23,14 @@ export function identityTag(identity: string): string {
   return `{#${digest.slice(0, 22)}}`;
 }
 
+/** A UTF-16 surrogate without its pair: every client sends it as U+FFFD, so two such prefixes would share keys. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function validatePrefix(prefix: unknown): string {
-  if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix)) {
-    throw new RangeError(`RedisStore prefix must be a string of at most 64 characters without braces, got ${JSON.stringify(prefix)}`);
+  if (typeof prefix !== 'string' || prefix.length > 64 || /[{}]/.test(prefix) || LONE_SURROGATE.test(prefix)) {
+    throw new RangeError(
+      `RedisStore prefix must be a string of at most 64 characters without braces or lone surrogates, got ${JSON.stringify(prefix)}`,
+    );
   }
   return prefix;
 }

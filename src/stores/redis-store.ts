@@ -1,4 +1,3 @@
-import type { Cluster, Redis } from 'ioredis';
 import type { TokenBucket } from '../token-bucket.js';
 import type { AcquireRequest, Admission, BatchAdmission, BatchCheck, BucketKey, BucketStore, DeniedRequest } from './bucket-store.js';
 import type { BucketTerms } from './bucket-terms.js';
@@ -6,6 +5,8 @@ import { termsOf, timeOf } from './bucket-terms.js';
 import type { FullAt } from './full-at.js';
 import { formatFullAt, parseFullAt } from './full-at.js';
 import { LuaScript } from './lua-script.js';
+import type { RedisStoreClient, ScriptClient } from './redis-client.js';
+import { scriptClient } from './redis-client.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
 import { tokensReturned } from './returns.js';
 import { DEFAULT_PREFIX, identityTag, redisKey, validatePrefix } from './redis-keys.js';
@@ -70,21 +71,22 @@ interface Taken {
 }
 
 /**
- * Token buckets in Redis or Redis Cluster (ioredis). Each acquire is one
- * Lua script call that reads Redis `TIME`, so every process sharing the
- * Redis spends from the same buckets and no token is spent twice.
+ * Token buckets in Redis or Redis Cluster, through ioredis, iovalkey or
+ * node-redis v5. Each acquire is one Lua script call that reads Redis
+ * `TIME`, so every process sharing the Redis spends from the same buckets
+ * and no token is spent twice.
  */
-export class RedisStore implements BucketStore {
-  readonly client: Redis | Cluster;
+export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> implements BucketStore {
+  /** The client the store was given. */
+  readonly client: Client;
   readonly prefix: string;
   private readonly acquireLua: LuaScript;
   private readonly refundLua: LuaScript;
   private readonly receipts: ReceiptBook;
+  private readonly redis: ScriptClient;
 
-  constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
-    if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function') {
-      throw new TypeError('RedisStore needs an ioredis Redis or Cluster client');
-    }
+  constructor(client: Client, options: RedisStoreOptions = {}) {
+    this.redis = scriptClient(client);
     const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
     if (!Number.isSafeInteger(maxReceipts) || maxReceipts < 0) {
       throw new RangeError(`RedisStore option "maxReceipts" must be a non-negative integer, got ${String(maxReceipts)}`);
@@ -223,14 +225,14 @@ export class RedisStore implements BucketStore {
     // whatever this store took before the reset has come back with it
     this.receipts.forget(id);
     try {
-      return (await this.client.del(id)) > 0;
+      return (await this.redis.del(id)) > 0;
     } finally {
       tokensReturned(this, [{ bucket, key }]);
     }
   }
 
   private oneSlot(tags: readonly string[]): boolean {
-    return !this.client.isCluster || tags.every((t) => t === tags[0]);
+    return !this.redis.cluster || tags.every((t) => t === tags[0]);
   }
 
   /** Request indexes grouped by hash slot (identity), in first-seen order; one group on a single Redis. */
@@ -453,7 +455,7 @@ export class RedisStore implements BucketStore {
 
   private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
-      return await script.run(this.client, keys, args);
+      return await this.redis.runScript(script, keys, args);
     } catch (error) {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;

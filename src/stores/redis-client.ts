@@ -1,0 +1,154 @@
+// The Redis clients RedisStore runs its scripts through: ioredis and its fork
+// iovalkey (`Redis`, `Cluster`), and node-redis v5 (`createClient`,
+// `createCluster`). They are told apart by shape, never imported, so the
+// package loads without any of them.
+
+/** An ioredis or iovalkey `Redis` or `Cluster`. */
+export interface IoredisLikeClient {
+  readonly isCluster: boolean;
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+}
+
+/** Per-call options the store gives node-redis: its default reply types, whatever the client's own mapping. */
+export interface NodeRedisCommandOptions {
+  typeMapping?: object;
+}
+
+/** A node-redis v5 client (`createClient()`, or a pool from `createClientPool()`), connected by its owner. */
+export interface NodeRedisClient {
+  readonly isOpen: boolean;
+  sendCommand(args: string[], options?: NodeRedisCommandOptions): Promise<unknown>;
+}
+
+/** A node-redis v5 cluster (`createCluster()`), connected by its owner. */
+export interface NodeRedisCluster {
+  readonly isOpen: boolean;
+  readonly masters: readonly unknown[];
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: NodeRedisCommandOptions): Promise<unknown>;
+}
+
+/** Every client `RedisStore` accepts. */
+export type RedisStoreClient = IoredisLikeClient | NodeRedisClient | NodeRedisCluster;
+
+/** A script as the clients run it: by hash, and by source when the node does not have it. */
+export interface Script {
+  readonly sha: string;
+  readonly source: string;
+}
+
+/** What RedisStore needs of a client, whichever library it comes from. */
+export interface ScriptClient {
+  /** True on a Cluster: every key of one call must share a hash slot. */
+  readonly cluster: boolean;
+  /**
+   * Runs `script` by EVALSHA, and by EVAL when the node answers NOSCRIPT
+   * (after SCRIPT FLUSH, a restart or a failover), on the node serving the
+   * first key. Replies as ioredis gives them: integers as numbers, bulk
+   * strings as strings, nil as null, arrays as arrays; an error reply rejects.
+   */
+  runScript(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /** DEL of one key: how many keys it removed. */
+  del(key: string): Promise<number>;
+}
+
+const ACCEPTED =
+  'RedisStore needs an ioredis or iovalkey Redis or Cluster, or a node-redis v5 client (createClient) or cluster (createCluster)';
+
+const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
+
+/** The adapter for `client`, or a TypeError naming what is accepted. */
+export function scriptClient(client: unknown): ScriptClient {
+  if (client === null || typeof client !== 'object') throw new TypeError(`${ACCEPTED}, got ${client === null ? 'null' : typeof client}`);
+  const c = client as Record<string, unknown>;
+  // node-redis has evalSha and eval, never evalsha: this is ioredis's shape.
+  if (typeof c['evalsha'] === 'function' && typeof c['eval'] === 'function' && typeof c['del'] === 'function') {
+    return ioredisLike(client as IoredisLikeClient);
+  }
+  if (typeof c['sendCommand'] === 'function') {
+    if (Array.isArray(c['masters']) && typeof c['getSlotMaster'] === 'function') return nodeRedisCluster(client as NodeRedisCluster);
+    if (typeof c['getMasterNode'] === 'function') {
+      throw new TypeError(`${ACCEPTED}; a node-redis sentinel (createSentinel) is not supported`);
+    }
+    if (typeof c['isOpen'] === 'boolean') return nodeRedisClient(client as NodeRedisClient);
+    throw new TypeError(`${ACCEPTED}; a node-redis legacy-mode client (client.legacy()) is not supported: pass the client itself`);
+  }
+  throw new TypeError(`${ACCEPTED}, got an object with none of their methods`);
+}
+
+function ioredisLike(client: IoredisLikeClient): ScriptClient {
+  return {
+    cluster: client.isCluster === true,
+    async runScript(script, keys, args) {
+      try {
+        return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (isNoScript(error)) return await client.eval(script.source, keys.length, ...keys, ...args);
+        throw error;
+      }
+    },
+    del: (key) => client.del(key),
+  };
+}
+
+/** node-redis's default reply types (integers as numbers, bulk strings as strings), overriding the client's typeMapping. */
+const NODE_REDIS_OPTIONS: NodeRedisCommandOptions = { typeMapping: {} };
+
+/** EVALSHA's arguments; node-redis takes strings only. */
+function evalShaCommand(script: Script, keys: readonly string[], args: readonly (string | number)[]): string[] {
+  const command = ['EVALSHA', script.sha, String(keys.length), ...keys];
+  for (const arg of args) command.push(String(arg));
+  return command;
+}
+
+/** The same call by EVAL, for a node that lacks the script. */
+function asEval(command: string[], script: Script): string[] {
+  const again = command.slice();
+  again[0] = 'EVAL';
+  again[1] = script.source;
+  return again;
+}
+
+function nodeRedisClient(client: NodeRedisClient): ScriptClient {
+  return {
+    cluster: false,
+    async runScript(script, keys, args) {
+      const command = evalShaCommand(script, keys, args);
+      try {
+        return await client.sendCommand(command, NODE_REDIS_OPTIONS);
+      } catch (error) {
+        if (isNoScript(error)) return await client.sendCommand(asEval(command, script), NODE_REDIS_OPTIONS);
+        throw error;
+      }
+    },
+    del: async (key) => Number(await client.sendCommand(['DEL', key], NODE_REDIS_OPTIONS)),
+  };
+}
+
+/** What a node-redis cluster not connected (or closed) would otherwise fail with: a TypeError from inside it. */
+function assertOpen(cluster: NodeRedisCluster): void {
+  if (!cluster.isOpen) throw new Error('The node-redis cluster is closed: connect it (await cluster.connect()) before the store uses it');
+}
+
+function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
+  return {
+    cluster: true,
+    async runScript(script, keys, args) {
+      assertOpen(cluster);
+      const command = evalShaCommand(script, keys, args);
+      // The first key picks the slot's master (RedisStore keeps every key of a call in one slot).
+      const first = keys[0];
+      try {
+        return await cluster.sendCommand(first, false, command, NODE_REDIS_OPTIONS);
+      } catch (error) {
+        if (isNoScript(error)) return await cluster.sendCommand(first, false, asEval(command, script), NODE_REDIS_OPTIONS);
+        throw error;
+      }
+    },
+    del: async (key) => {
+      assertOpen(cluster);
+      return Number(await cluster.sendCommand(key, false, ['DEL', key], NODE_REDIS_OPTIONS));
+    },
+  };
+}
