@@ -297,7 +297,8 @@ describe('GraphQL Yoga subscriptions over SSE', () => {
       const admitted = await postSse(server.url, TICKS, user);
       expect(admitted.status).toBe(200);
       expect(admitted.events).toEqual([
-        { event: 'next', data: { data: { ticks: 1 } } },
+        // The first event carries what starting the subscription cost, as Apollo Server's answer does.
+        { event: 'next', data: { data: { ticks: 1 }, extensions: { rateLimit: { live: { cost: 1, remaining: 2 - i, capacity: 3 } } } } },
         { event: 'next', data: { data: { ticks: 0 } } },
         { event: 'complete', data: null },
       ]);

@@ -1,14 +1,15 @@
 import type { Plugin } from '@envelop/core';
-import { getOperationAST, GraphQLError, isSchema } from 'graphql';
+import { GraphQLError, isSchema } from 'graphql';
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
 import type { DryRun } from '../core/dry-run.js';
-import { rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import { operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
-import { Limiter } from '../core/limiter.js';
+import { executedOperation } from '../core/executed-operation.js';
+import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
@@ -36,6 +37,15 @@ export type TokenBucketEnvelopPlugin<TContext extends object> = Plugin<TContext>
 type Admission<TContext> =
   | { readonly answer: ExecutionResult }
   | { readonly answer?: undefined; readonly input: OperationInput<TContext>; readonly decision: Decision; readonly mode: CostHeaderMode | undefined };
+
+/**
+ * `run` (envelop's execute or subscribe) with the schema, document,
+ * operation name and variables the operation was priced with: what a later
+ * plugin does to the execution arguments cannot change what runs.
+ */
+function asPriced<TArgs extends object, TResult>(run: (args: TArgs) => TResult, input: OperationInput<unknown>, operationName: unknown): (args: TArgs) => TResult {
+  return (args) => run({ ...args, schema: input.schema, document: input.document, operationName, variableValues: input.variables });
+}
 
 /** The `Request` GraphQL Yoga puts in the context: the header is read from it, the response fields are keyed by it. */
 function requestOf(context: unknown): Request | undefined {
@@ -81,7 +91,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       mode = asked;
     }
     const document = args.document as DocumentNode;
-    const operation = getOperationAST(document, typeof args.operationName === 'string' ? args.operationName : undefined);
+    const operation = executedOperation(document, args.operationName);
     // Execution itself answers "must provide operation name" and runs nothing.
     if (!operation) return null;
     const input: OperationInput<TContext> = {
@@ -100,7 +110,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     } catch (error) {
       // An operation the cost analysis refuses is the client's to fix.
       if (error instanceof GraphQLError) return { answer: { errors: [withHttpStatus(error, 400, yogaHttp)] } };
-      throw error;
+      if (isMisconfiguration(error)) throw error;
+      return { answer: { errors: [operationFault(error, logger, yogaHttp)] } };
     }
     if (dry !== undefined) {
       if (dry.kind === 'store_error') return { answer: { errors: [unavailableError(yogaHttp)] } };
@@ -140,7 +151,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       }
     },
 
-    async onExecute({ args, setResultAndStopExecution }) {
+    async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -148,6 +159,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
         return;
       }
       const { input, decision, mode } = admission;
+      setExecuteFn(asPriced(executeFn, input, args.operationName));
       if (decision.kind !== 'allowed') return;
       const request = rateLimitHeaders ? requestOf(args.contextValue) : undefined;
       const reported = reportCost || mode === 'report';
@@ -177,23 +189,43 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       };
     },
 
-    async onSubscribe({ args, setResultAndStopExecution }) {
+    async onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
         setResultAndStopExecution(admission.answer);
         return;
       }
-      const { input, decision } = admission;
+      const { input, decision, mode } = admission;
+      setSubscribeFn(asPriced(subscribeFn, input, args.operationName));
       if (rateLimitHeaders && decision.kind === 'allowed') {
         const request = requestOf(args.contextValue);
         if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
       }
       // An operation nothing charges costs nothing per event either.
-      if (!eachEvent || decision.kind === 'free') return;
+      if (decision.kind === 'free') return;
+      const reported = reportCost || mode === 'report';
+      if (eachEvent) {
+        return {
+          onSubscribeResult({ result, setResult }) {
+            if (isAsyncIterable(result)) setResult(chargeEachEvent(limiter, input, result, reported));
+          },
+        };
+      }
+      // The first event carries what starting the subscription cost, as Apollo Server's answer does.
+      const report = reported ? limiter.report(decision) : undefined;
+      if (report === undefined) return;
       return {
-        onSubscribeResult({ result, setResult }) {
-          if (isAsyncIterable(result)) setResult(chargeEachEvent(limiter, input, result));
+        onSubscribeResult({ result }) {
+          if (!isAsyncIterable(result)) return;
+          let sent = false;
+          return {
+            onNext({ result: payload, setResult: setPayload }) {
+              if (sent) return;
+              sent = true;
+              setPayload(withRateLimitReport(payload, report));
+            },
+          };
         },
       };
     },
