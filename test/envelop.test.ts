@@ -218,15 +218,16 @@ describe('GraphQL Yoga batches (batching: true)', () => {
     expect(await left(store, buckets.search, user['x-user-id']!)).toBe(10);
   });
 
-  it('serves the other operations of a batch when one is denied; the denied one carries its own retryAfter', async () => {
+  it('serves the other operations of a batch when one is denied; the denied one carries its own retryAfter, the batch 429 and Retry-After', async () => {
     const store = new RecordingStore(new MemoryStore());
     const server = await serveHandler(exampleYoga(store));
     stops.push(server.stop);
     const user = freshUser();
     for (let i = 0; i < 4; i++) expect((await postJson(server.url, SEARCH, user)).status).toBe(200);
     const answer = await postJson<ResponseBody[]>(server.url, [SEARCH, { query: '{ book(id: "1") { title } }' }], user);
-    // GraphQL Yoga answers every batch 200, whatever its operations' errors say.
-    expect(answer.status).toBe(200);
+    // As Apollo Server answers a batch with a denied operation.
+    expect(answer.status).toBe(429);
+    expect(answer.headers.get('retry-after')).toBe('15');
     const [denied, served] = answer.body;
     expect(denied).toEqual({
       errors: [{ message: expect.any(String), extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number), bucket: 'search', cost: 5 } }],

@@ -27,7 +27,12 @@ const yogaHttp: HttpExtension = (status, headers) => ({ status, headers: { ...he
 /** The envelop plugin, with the GraphQL Yoga hooks that hand it Yoga's logger and each HTTP response. */
 export type TokenBucketEnvelopPlugin<TContext extends object> = Plugin<TContext> & {
   onYogaInit(payload: { yoga: { logger: Logger } }): void;
-  onResponse(payload: { request: Request; response: Response }): void;
+  onResponse(payload: {
+    request: Request;
+    response: Response;
+    setResponse?(response: Response): void;
+    fetchAPI?: { Response: typeof Response; Headers: typeof Headers };
+  }): void;
 };
 
 /**
@@ -77,6 +82,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by Yoga's Request, which the operations of an HTTP batch share.
   const fieldsByRequest = new RateLimitFieldsByResponse();
+  /** Requests (one per HTTP request, shared by a batch) of which an operation was denied: the longest wait in seconds, null for never. */
+  const deniedRequests = new WeakMap<Request, number | null>();
   let loaded = false;
 
   async function admit(
@@ -123,6 +130,10 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     if (rateLimitHeaders && request !== undefined && decision.kind === 'denied') fieldsByRequest.for(request).addDecision(decision);
     switch (decision.kind) {
       case 'denied':
+        if (request !== undefined) {
+          const seconds = decision.retryAfterMs === null ? null : Math.ceil(decision.retryAfterMs / 1000);
+          deniedRequests.set(request, Math.max(deniedRequests.get(request) ?? 0, seconds ?? 0) || null);
+        }
         return { answer: { errors: [rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, yogaHttp)] } };
       case 'store_error':
         return decision.allowed ? { input, decision, mode } : { answer: { errors: [unavailableError(yogaHttp)] } };
@@ -136,8 +147,18 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       if (options.logger === undefined) logger = yoga.logger;
     },
 
-    onResponse({ request, response }) {
+    onResponse({ request, response, setResponse, fetchAPI }) {
       if (rateLimitHeaders) fieldsByRequest.get(request)?.writeTo(response.headers);
+      // GraphQL Yoga answers a batch 200 whatever its operations' errors; a
+      // batch with a denied operation answers 429, with the longest wait, as
+      // Apollo Server's does. (A single operation already carries its own.)
+      const wait = deniedRequests.get(request);
+      if (wait === undefined || response.status === 429 || setResponse === undefined) return;
+      // The server's own Fetch API: its body streams are its own.
+      const fetch = fetchAPI ?? globalThis;
+      const headers = new fetch.Headers(response.headers);
+      if (wait !== null) headers.set('retry-after', String(wait));
+      setResponse(new fetch.Response(response.body, { status: 429, statusText: 'Too Many Requests', headers }));
     },
 
     onSchemaChange({ schema }) {
