@@ -82,8 +82,20 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by Yoga's Request, which the operations of an HTTP batch share.
   const fieldsByRequest = new RateLimitFieldsByResponse();
-  /** Requests (one per HTTP request, shared by a batch) of which an operation was denied: the longest wait in seconds, null for never. */
-  const deniedRequests = new WeakMap<Request, number | null>();
+  /**
+   * Requests (one per HTTP request, shared by a batch) of which the limiter
+   * refused an operation: 429 with the longest wait in seconds (null for
+   * never) when one was denied, else 503 when the store failed.
+   */
+  const refusedRequests = new WeakMap<Request, { status: 429 | 503; retryAfter: number | null }>();
+  const refused = (request: Request | undefined, status: 429 | 503, retryAfterMs: number | null = null): void => {
+    if (request === undefined) return;
+    const earlier = refusedRequests.get(request);
+    if (earlier?.status === 429 && status === 503) return;
+    const seconds = retryAfterMs === null ? null : Math.ceil(retryAfterMs / 1000);
+    const longest = earlier?.status === 429 && earlier.retryAfter !== null ? Math.max(earlier.retryAfter, seconds ?? 0) : seconds;
+    refusedRequests.set(request, { status, retryAfter: longest });
+  };
   let loaded = false;
 
   async function admit(
@@ -121,7 +133,10 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       return { answer: { errors: [operationFault(error, logger, yogaHttp)] } };
     }
     if (dry !== undefined) {
-      if (dry.kind === 'store_error') return { answer: { errors: [unavailableError(yogaHttp)] } };
+      if (dry.kind === 'store_error') {
+        refused(request, 503);
+        return { answer: { errors: [unavailableError(yogaHttp)] } };
+      }
       if (rateLimitHeaders && request !== undefined && dry.kind === 'checked') fieldsByRequest.for(request).addCharges(dry.charges, dry.remaining);
       // Priced and checked, not run: no `data`, HTTP 200.
       return { answer: { extensions: { rateLimit: dry.kind === 'checked' ? dryRunReport(dry) : {} } } };
@@ -130,13 +145,12 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     if (rateLimitHeaders && request !== undefined && decision.kind === 'denied') fieldsByRequest.for(request).addDecision(decision);
     switch (decision.kind) {
       case 'denied':
-        if (request !== undefined) {
-          const seconds = decision.retryAfterMs === null ? null : Math.ceil(decision.retryAfterMs / 1000);
-          deniedRequests.set(request, Math.max(deniedRequests.get(request) ?? 0, seconds ?? 0) || null);
-        }
+        refused(request, 429, decision.retryAfterMs);
         return { answer: { errors: [rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, yogaHttp)] } };
       case 'store_error':
-        return decision.allowed ? { input, decision, mode } : { answer: { errors: [unavailableError(yogaHttp)] } };
+        if (decision.allowed) return { input, decision, mode };
+        refused(request, 503);
+        return { answer: { errors: [unavailableError(yogaHttp)] } };
       default:
         return { input, decision, mode };
     }
@@ -151,14 +165,17 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       if (rateLimitHeaders) fieldsByRequest.get(request)?.writeTo(response.headers);
       // GraphQL Yoga answers a batch 200 whatever its operations' errors; a
       // batch with a denied operation answers 429, with the longest wait, as
-      // Apollo Server's does. (A single operation already carries its own.)
-      const wait = deniedRequests.get(request);
-      if (wait === undefined || response.status === 429 || setResponse === undefined) return;
+      // Apollo Server's does, and one the store failed for 503. (A single
+      // operation already carries its own status.)
+      const refusal = refusedRequests.get(request);
+      if (refusal === undefined || response.status === refusal.status || setResponse === undefined) return;
+      const wait = refusal.retryAfter;
       // The server's own Fetch API: its body streams are its own.
       const fetch = fetchAPI ?? globalThis;
       const headers = new fetch.Headers(response.headers);
       if (wait !== null) headers.set('retry-after', String(wait));
-      setResponse(new fetch.Response(response.body, { status: 429, statusText: 'Too Many Requests', headers }));
+      const statusText = refusal.status === 429 ? 'Too Many Requests' : 'Service Unavailable';
+      setResponse(new fetch.Response(response.body, { status: refusal.status, statusText, headers }));
     },
 
     onSchemaChange({ schema }) {
