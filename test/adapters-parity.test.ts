@@ -164,14 +164,16 @@ function redisStore(): RedisStore {
   return new RedisStore(client, { prefix: uniquePrefix('parity') });
 }
 
-/** A RedisStore whose Redis is gone: every call fails at once. */
+/**
+ * A RedisStore whose Redis hangs up on every connection (a port this file
+ * holds, so nothing else can answer there): every call fails at once.
+ */
 async function deadRedisStore(): Promise<RedisStore> {
+  const hangUp = createServer((connection) => connection.destroy());
   const port = await new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port: free } = probe.address() as { port: number };
-      probe.close(() => resolve(free));
-    });
+    hangUp.listen(0, '127.0.0.1', () => resolve((hangUp.address() as { port: number }).port));
   });
+  stops.push(() => new Promise<void>((resolve) => hangUp.close(() => resolve())));
   const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => {});
   redisClients.push(client);

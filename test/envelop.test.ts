@@ -387,3 +387,28 @@ describe('useTokenBucket in plain envelop', () => {
     });
   });
 });
+
+describe('GraphQL Yoga runs what was priced', () => {
+  it('a plugin after useTokenBucket that replaces the variables cannot change what runs', async () => {
+    const sizes: number[] = [];
+    const schema = makeExecutableSchema({
+      typeDefs: `${tokenBucketDirectiveTypeDefs}
+        type Item { id: ID! }
+        type Query { items(first: Int!): [Item!]! @tokenBucket(name: "live") }`,
+      resolvers: { Query: { items: (_: unknown, { first }: { first: number }) => (sizes.push(first), Array.from({ length: first }, (_x, i) => ({ id: i }))) } },
+    });
+    const yoga = createYoga({
+      schema,
+      logging: false,
+      plugins: [
+        useTokenBucket({ store: new MemoryStore(), buckets: [live], identify: () => 'me', reportCost: true }),
+        { onExecute: ({ args }: { args: { variableValues?: unknown } }) => void (args.variableValues = { n: 3000 }) },
+      ],
+    });
+    const server = await serveHandler(yoga);
+    stops.push(server.stop);
+    const answer = await postJson<ResponseBody>(server.url, { query: 'query($n: Int!) { items(first: $n) { id } }', variables: { n: 2 } });
+    expect(answer.body).toEqual({ data: { items: [{ id: '0' }, { id: '1' }] }, extensions: { rateLimit: { live: { cost: 2, remaining: 1, capacity: 3 } } } });
+    expect(sizes).toEqual([2]);
+  });
+});
