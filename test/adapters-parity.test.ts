@@ -57,9 +57,11 @@ const runs: string[] = [];
 const held = new EventEmitter();
 
 const items = (n: number) => Array.from({ length: Math.max(0, Math.min(n, 5000)) }, (_, i) => ({ id: String(i) }));
+/** `items` has only this many to give, whatever it is asked for: what `refundUnusedCost` gives back. */
+const STOCK = 7;
 const resolvers = {
   Query: {
-    items: (_: unknown, { first }: { first?: number }) => (runs.push('items'), items(first ?? 0)),
+    items: (_: unknown, { first }: { first?: number }) => (runs.push('items'), items(Math.min(first ?? 0, STOCK))),
     // No ids: everything.
     list: (_: unknown, { ids }: { ids?: string[] }) => (runs.push('list'), ids ? ids.map((id) => ({ id })) : items(500)),
     filtered: (_: unknown, { filter }: { filter?: { first?: number } }) => (runs.push('filtered'), items(filter?.first ?? 500)),
@@ -122,6 +124,7 @@ async function serveAll(inner: BucketStore & Required<Pick<BucketStore, 'acquire
     measure: ['watch'],
     onStoreError: 'deny',
     reportCost: true,
+    refundUnusedCost: true,
     rateLimitHeaders: true,
     // Each transport has its own limiter: a denial one remembers must not answer another's request.
     meterProvider: metrics.provider,
@@ -277,6 +280,8 @@ interface Case {
   runs: string[];
   /** `bucket:cost` of each request the store was asked for this user, sorted. */
   charged: string[];
+  /** The first operation's `extensions.rateLimit`, where the case names it. */
+  report?: unknown;
 }
 
 const PROTO_REFUSED = { status: 400, codes: [['BAD_USER_INPUT __proto__']], runs: [], charged: [] };
@@ -309,6 +314,15 @@ const CASES: Case[] = [
     codes: [['ok']],
     runs: ['items'],
     charged: ['api:3'],
+  },
+  {
+    name: 'a response that uses less than its estimate: the same refund and report',
+    operations: [{ query: 'query($n: Int) { items(first: $n) { id } }', variables: { n: 20 } }],
+    status: 200,
+    codes: [['ok']],
+    runs: ['items'],
+    charged: ['api:20'],
+    report: { api: { cost: 20, actualCost: STOCK, remaining: 1000 - STOCK, capacity: 1000 } },
   },
   {
     name: 'two operations of one name: refused by validation, nothing charged',
@@ -417,6 +431,7 @@ async function expectParity(servers: Servers, c: Case, transports: string[]): Pr
     expect(seen.answers.map((a) => a.codes), where).toEqual(c.codes);
     expect(ran, where).toEqual(c.runs);
     expect(charged, where).toEqual(c.charged);
+    if (c.report !== undefined) expect(seen.answers[0]?.report, where).toEqual(c.report);
     if (seen.status !== undefined) {
       expect(seen.status, where).toBe(c.status);
       if (c.retryAfter !== undefined) expect(seen.retryAfter, where).toBe(c.retryAfter);
