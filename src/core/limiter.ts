@@ -441,7 +441,7 @@ export class Limiter<TContext> {
       // Only a store that ignores `AcquireRequest.measure` denies for a measured request.
       const message = 'graphql-token-bucket: the store denied an operation for a measured bucket alone: its acquireAll does not support measure (AcquireRequest.measure)';
       logger.error(message);
-      throw misconfiguration(new Error(message));
+      throw new Error(message);
     }
     // A store without `remaining` on denials (one of the user's own) leaves the RateLimit field out.
     const { remaining } = result as Partial<Pick<typeof result, 'remaining'>>;
@@ -491,7 +491,7 @@ function describeKey(key: BucketKey): string {
 
 const FREE: Decision = Object.freeze({ kind: 'free' });
 
-/** Errors of the application's set-up the limiter has logged: `identify`'s bad keys and plans, a store that ignores `measure`. */
+/** Errors of the application's set-up the limiter has logged: keys and plans `identify` should not return. */
 const misconfigurations = new WeakSet<object>();
 
 function misconfiguration(error: unknown): unknown {
