@@ -392,6 +392,16 @@ const BATCHES: Case[] = [
     ];
   }),
   {
+    name: 'a batch of a served operation and one identify fails for',
+    user: BROKEN,
+    operations: [{ query: '{ cheap }' }, { query: '{ expensive }' }],
+    status: 500,
+    retryAfter: null,
+    codes: [['ok'], ['INTERNAL_SERVER_ERROR']],
+    runs: ['cheap'],
+    charged: ['api:1'],
+  },
+  {
     name: 'a batch of a served operation and a denied one',
     before: [{ query: '{ expensive }' }],
     operations: [{ query: '{ cheap }' }, { query: '{ expensive }' }],
@@ -454,7 +464,7 @@ describe('one operation, every adapter and transport alike', () => {
     await expectParity(servers, c, Object.keys(TRANSPORTS));
   });
 
-  it.each(BATCHES.map((c) => [c.name, c] as const))('%s: 429 with Retry-After, each operation its own answer', async (_name, c) => {
+  it.each(BATCHES.map((c) => [c.name, c] as const))('%s: the status of the limiter\'s refusal, each operation its own answer', async (_name, c) => {
     await expectParity(servers, c, BATCH_TRANSPORTS);
   });
 

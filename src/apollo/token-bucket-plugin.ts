@@ -3,6 +3,7 @@ import { GraphQLError } from 'graphql';
 import type { GraphQLSchema } from 'graphql';
 import { operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
+import { BatchRefusals } from '../core/batch-refusals.js';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
@@ -34,8 +35,8 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by the response head, which the operations of an HTTP batch share.
   const fieldsByResponse = new RateLimitFieldsByResponse();
-  /** Response heads (one per HTTP request, shared by a batch) of which an operation was denied. */
-  const deniedResponses = new WeakSet<object>();
+  // Keyed by the response head, which the operations of an HTTP batch share.
+  const refusals = new BatchRefusals<object>();
 
   return {
     async serverWillStart({ schema, logger }) {
@@ -87,10 +88,14 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             // An operation the cost analysis refuses is the client's to fix.
             if (error instanceof GraphQLError) throw withHttpStatus(error, 400, apolloHttp);
             if (isMisconfiguration(error)) throw error;
+            refusals.refused(requestContext.response.http, 500);
             throw operationFault(error, logger, apolloHttp);
           }
           if (dry !== undefined) {
-            if (dry.kind === 'store_error') throw unavailableError(apolloHttp);
+            if (dry.kind === 'store_error') {
+              refusals.refused(requestContext.response.http, 503);
+              throw unavailableError(apolloHttp);
+            }
             validated = dry.kind === 'checked' ? dryRunReport(dry) : {};
             if (rateLimitHeaders && dry.kind === 'checked') fieldsByResponse.for(requestContext.response.http).addCharges(dry.charges, dry.remaining);
             return;
@@ -100,11 +105,12 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           switch (decision.kind) {
             case 'denied':
               if (decision.retryAfterMs !== null) retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000);
-              deniedResponses.add(requestContext.response.http);
+              refusals.refused(requestContext.response.http, 429);
               throw rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, apolloHttp);
             case 'store_error':
-              if (!decision.allowed) throw unavailableError(apolloHttp);
-              return;
+              if (decision.allowed) return;
+              refusals.refused(requestContext.response.http, 503);
+              throw unavailableError(apolloHttp);
             case 'allowed':
             case 'free':
               return;
@@ -120,9 +126,10 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
         async willSendResponse(requestContext) {
           const http = requestContext.response.http;
           // A batch shares one HTTP head, whose status is the last its operations
-          // set: any denied operation makes it 429, whichever finished last
+          // set: one the limiter refused decides it, whichever finished last
           // (one that failed on its own, with a 400, included).
-          if (deniedResponses.has(http)) http.status = 429;
+          const refused = refusals.status(http);
+          if (refused !== undefined) http.status = refused;
           if (retryAfterSeconds !== undefined) {
             // A batch shares one HTTP head: keep the longest wait of its operations.
             const existing = Number(http.headers.get('retry-after'));

@@ -1,6 +1,8 @@
 import type { Plugin } from '@envelop/core';
 import { GraphQLError, isSchema } from 'graphql';
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
+import { BatchRefusals } from '../core/batch-refusals.js';
+import type { RefusalStatus } from '../core/batch-refusals.js';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
@@ -23,6 +25,8 @@ import type { UseTokenBucketOptions } from './options.js';
  * strips `http` from the response body.
  */
 const yogaHttp: HttpExtension = (status, headers) => ({ status, headers: { ...headers } });
+
+const STATUS_TEXT: Readonly<Record<RefusalStatus, string>> = { 429: 'Too Many Requests', 503: 'Service Unavailable', 500: 'Internal Server Error' };
 
 /** The envelop plugin, with the GraphQL Yoga hooks that hand it Yoga's logger and each HTTP response. */
 export type TokenBucketEnvelopPlugin<TContext extends object> = Plugin<TContext> & {
@@ -82,20 +86,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by Yoga's Request, which the operations of an HTTP batch share.
   const fieldsByRequest = new RateLimitFieldsByResponse();
-  /**
-   * Requests (one per HTTP request, shared by a batch) of which the limiter
-   * refused an operation: 429 with the longest wait in seconds (null for
-   * never) when one was denied, else 503 when the store failed.
-   */
-  const refusedRequests = new WeakMap<Request, { status: 429 | 503; retryAfter: number | null }>();
-  const refused = (request: Request | undefined, status: 429 | 503, retryAfterMs: number | null = null): void => {
-    if (request === undefined) return;
-    const earlier = refusedRequests.get(request);
-    if (earlier?.status === 429 && status === 503) return;
-    const seconds = retryAfterMs === null ? null : Math.ceil(retryAfterMs / 1000);
-    const longest = earlier?.status === 429 && earlier.retryAfter !== null ? Math.max(earlier.retryAfter, seconds ?? 0) : seconds;
-    refusedRequests.set(request, { status, retryAfter: longest });
-  };
+  // Keyed by Yoga's Request, which the operations of an HTTP batch share.
+  const refusals = new BatchRefusals<Request>();
   let loaded = false;
 
   async function admit(
@@ -130,11 +122,12 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       // An operation the cost analysis refuses is the client's to fix.
       if (error instanceof GraphQLError) return { answer: { errors: [withHttpStatus(error, 400, yogaHttp)] } };
       if (isMisconfiguration(error)) throw error;
+      refusals.refused(request, 500);
       return { answer: { errors: [operationFault(error, logger, yogaHttp)] } };
     }
     if (dry !== undefined) {
       if (dry.kind === 'store_error') {
-        refused(request, 503);
+        refusals.refused(request, 503);
         return { answer: { errors: [unavailableError(yogaHttp)] } };
       }
       if (rateLimitHeaders && request !== undefined && dry.kind === 'checked') fieldsByRequest.for(request).addCharges(dry.charges, dry.remaining);
@@ -145,11 +138,11 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     if (rateLimitHeaders && request !== undefined && decision.kind === 'denied') fieldsByRequest.for(request).addDecision(decision);
     switch (decision.kind) {
       case 'denied':
-        refused(request, 429, decision.retryAfterMs);
+        refusals.refused(request, 429, decision.retryAfterMs);
         return { answer: { errors: [rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, yogaHttp)] } };
       case 'store_error':
         if (decision.allowed) return { input, decision, mode };
-        refused(request, 503);
+        refusals.refused(request, 503);
         return { answer: { errors: [unavailableError(yogaHttp)] } };
       default:
         return { input, decision, mode };
@@ -163,19 +156,18 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
 
     onResponse({ request, response, setResponse, fetchAPI }) {
       if (rateLimitHeaders) fieldsByRequest.get(request)?.writeTo(response.headers);
-      // GraphQL Yoga answers a batch 200 whatever its operations' errors; a
-      // batch with a denied operation answers 429, with the longest wait, as
-      // Apollo Server's does, and one the store failed for 503. (A single
+      // GraphQL Yoga answers a batch 200 whatever its operations' errors; one
+      // with an operation the limiter refused answers as Apollo Server's
+      // does: 429 with the longest wait, else 503, else 500. (A single
       // operation already carries its own status.)
-      const refusal = refusedRequests.get(request);
-      if (refusal === undefined || response.status === refusal.status || setResponse === undefined) return;
-      const wait = refusal.retryAfter;
+      const status = refusals.status(request);
+      if (status === undefined || response.status === status || setResponse === undefined) return;
+      const wait = refusals.retryAfterSeconds(request);
       // The server's own Fetch API: its body streams are its own.
       const fetch = fetchAPI ?? globalThis;
       const headers = new fetch.Headers(response.headers);
-      if (wait !== null) headers.set('retry-after', String(wait));
-      const statusText = refusal.status === 429 ? 'Too Many Requests' : 'Service Unavailable';
-      setResponse(new fetch.Response(response.body, { status: refusal.status, statusText, headers }));
+      if (status === 429 && wait !== undefined) headers.set('retry-after', String(wait));
+      setResponse(new fetch.Response(response.body, { status, statusText: STATUS_TEXT[status], headers }));
     },
 
     onSchemaChange({ schema }) {
