@@ -28,7 +28,7 @@ import { MetricsProbe } from './support/metrics.js';
 
 const typeDefs = `${tokenBucketDirectiveTypeDefs}
 directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
-input Filter { first: Int = 500, and: Filter }
+input Filter { first: Int = 500, and: Filter, any: [Filter!] }
 type Item { id: ID! }
 type Query {
   items(first: Int = 500): [Item!]! @tokenBucket(name: "api")
@@ -305,6 +305,11 @@ const CASES: Case[] = [
   {
     name: 'an input field named __proto__ nested in a variable',
     operations: [{ query: 'query($f: Filter) { filtered(filter: $f) { id } }', variables: JSON.parse('{"f": {"first": 1, "and": {"__proto__": {"first": 400}}}}') as Record<string, unknown> }],
+    ...PROTO_REFUSED,
+  },
+  {
+    name: 'an input field named __proto__ in a list in a variable',
+    operations: [{ query: 'query($f: Filter) { filtered(filter: $f) { id } }', variables: JSON.parse('{"f": {"first": 1, "any": [{"first": 1}, {"__proto__": {"first": 400}}]}}') as Record<string, unknown> }],
     ...PROTO_REFUSED,
   },
   {

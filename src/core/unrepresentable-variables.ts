@@ -41,9 +41,14 @@ export function unrepresentableVariables(operation: OperationDefinitionNode, var
     if (!Array.isArray(value) && Object.hasOwn(value, DROPPED)) {
       return refusal(`Variable "${path}" holds an object field named "${DROPPED}", which the server's executor cannot hold as sent. Remove it.`);
     }
-    const entries = Array.isArray(value) ? value.map((item: unknown, i) => [String(i), item] as const) : Object.entries(value);
-    for (const [key, item] of entries) {
-      if (typeof item === 'object' && item !== null) pending.push({ value: item, path: Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}` });
+    if (Array.isArray(value)) {
+      value.forEach((item: unknown, i) => {
+        if (typeof item === 'object' && item !== null) pending.push({ value: item, path: `${path}[${i}]` });
+      });
+    } else {
+      for (const [key, item] of Object.entries(value)) {
+        if (typeof item === 'object' && item !== null) pending.push({ value: item, path: `${path}.${key}` });
+      }
     }
   }
   return undefined;
