@@ -35,7 +35,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by the response head, which the operations of an HTTP batch share.
   const fieldsByResponse = new RateLimitFieldsByResponse();
-  // Keyed by the response head, which the operations of an HTTP batch share.
+  // The status of a batch the limiter refused an operation of, by response head too.
   const refusals = new BatchRefusals<object>();
 
   return {

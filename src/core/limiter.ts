@@ -213,9 +213,11 @@ export class Limiter<TContext> {
   /**
    * Prices one operation and takes its tokens in one store call (or none,
    * when this replica's deny cache already knows the store would deny it).
-   * Throws a `GraphQLError` for an operation it refuses (the cost analysis's,
-   * or variables an executor cannot hold as they were priced), and a `TypeError`/`RangeError`, logged, when `identify` returns what
-   * cannot be a key or a plan's bucket of another name.
+   * Throws a `GraphQLError` for an operation it refuses (the cost
+   * analysis's, or variables an executor cannot hold as they were priced),
+   * and a `TypeError`/`RangeError`, logged, when `identify` returns what
+   * cannot be a key or a plan's bucket of another name (`isMisconfiguration`);
+   * whatever `identify` itself throws passes through.
    */
   async decide(input: OperationInput<TContext>): Promise<Decision> {
     const { settings, metrics } = this;
