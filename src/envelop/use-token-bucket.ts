@@ -49,11 +49,20 @@ type Admission<TContext> =
 
 /**
  * `run` (envelop's execute or subscribe) with the schema, document,
- * operation name and variables the operation was priced with: what a later
- * plugin does to the execution arguments cannot change what runs.
+ * operation name and variables of `priced`, the arguments as the plugin read
+ * them: what a later plugin does to the execution arguments cannot change
+ * what runs (nor make an operation execution refuses, which nothing priced, run).
  */
-function asPriced<TArgs extends object, TResult>(run: (args: TArgs) => TResult, input: OperationInput<unknown>, operationName: unknown): (args: TArgs) => TResult {
-  return (args) => run({ ...args, schema: input.schema, document: input.document, operationName, variableValues: input.variables });
+function asPriced<TArgs extends PricedArgs, TResult>(run: (args: TArgs) => TResult, priced: PricedArgs): (args: TArgs) => TResult {
+  const { schema, document, operationName, variableValues } = priced;
+  return (args) => run({ ...args, schema, document, operationName, variableValues });
+}
+
+interface PricedArgs {
+  schema: unknown;
+  document: unknown;
+  operationName?: unknown;
+  variableValues?: unknown;
 }
 
 /** The `Request` GraphQL Yoga puts in the context: the header is read from it, the response fields are keyed by it. */
@@ -182,6 +191,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
+      setExecuteFn(asPriced(executeFn, args));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -189,7 +199,6 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
         return;
       }
       const { input, decision, mode } = admission;
-      setExecuteFn(asPriced(executeFn, input, args.operationName));
       if (decision.kind !== 'allowed') return;
       const request = rateLimitHeaders ? requestOf(args.contextValue) : undefined;
       const reported = reportCost || mode === 'report';
@@ -220,6 +229,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
+      setSubscribeFn(asPriced(subscribeFn, args));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -227,7 +237,6 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
         return;
       }
       const { input, decision, mode } = admission;
-      setSubscribeFn(asPriced(subscribeFn, input, args.operationName));
       if (rateLimitHeaders && decision.kind === 'allowed') {
         const request = requestOf(args.contextValue);
         if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
