@@ -420,3 +420,29 @@ describe('GraphQL Yoga runs what was priced', () => {
     expect(sizes).toEqual([2]);
   });
 });
+
+describe('envelop runs what was priced', () => {
+  it('a plugin after useTokenBucket that names an operation cannot make one execution refuses run unpriced', async () => {
+    const ran: string[] = [];
+    const schema = makeExecutableSchema({
+      typeDefs: `${tokenBucketDirectiveTypeDefs}
+        type Query { cheap: Int, expensive: Int @tokenBucket(name: "live", cost: 1) }`,
+      resolvers: { Query: { cheap: () => (ran.push('cheap'), 1), expensive: () => (ran.push('expensive'), 2) } },
+    });
+    const store = new RecordingStore(stillStore());
+    const getEnveloped = envelop({
+      plugins: [
+        useEngine(GraphQLJS),
+        useSchema(schema),
+        useTokenBucket({ store, buckets: [live], identify: () => 'me' }),
+        { onExecute: ({ args }: { args: { operationName?: string | null } }) => void (args.operationName = 'B') },
+      ],
+    });
+    const { parse, contextFactory, execute, schema: served } = getEnveloped({});
+    // Two operations and no name: graphql-js refuses to choose, so nothing is priced.
+    const result = await execute({ document: parse('query A { cheap } query B { expensive }'), schema: served, contextValue: await contextFactory() });
+    expect(JSON.parse(JSON.stringify(result))).toEqual({ errors: [{ message: 'Must provide operation name if query contains multiple operations.' }] });
+    expect(ran).toEqual([]);
+    expect(store.calls).toEqual([]);
+  });
+});
