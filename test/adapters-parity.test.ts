@@ -39,7 +39,7 @@ type Query {
   watched: Int @tokenBucket(name: "watch", cost: 1)
 }
 type Subscription {
-  ticks: Int! @tokenBucket(name: "live", cost: 1)
+  ticks(from: Int = 1): Int! @tokenBucket(name: "live", cost: 1)
   held: Int! @tokenBucket(name: "live", cost: 1)
 }
 `;
@@ -572,6 +572,30 @@ describe('subscriptions, over graphql-ws and GraphQL Yoga\'s SSE', () => {
     ]);
     expect(ws).toEqual({ results: [{ data: { ticks: 1 }, extensions: report }, { data: { ticks: 0 } }], completed: true });
     expect(runs).toEqual(['ticks', 'ticks']);
+  });
+
+  it('refuse a variable named __proto__ before they start, alike', async () => {
+    users += 1;
+    runs.splice(0);
+    const calls = servers.store.calls.length;
+    const subscription = { query: 'subscription($__proto__: Int = 0) { ticks(from: $__proto__) }' };
+    const sse = await postSse(servers.yoga, subscription, { 'x-user-id': `proto-${users}` });
+    const ws = await run(socketClient(servers.ws, { user: `proto-${users}-ws` }), subscription);
+    expect(sse.status).toBe(400);
+    expect(sse.events.map((e) => (e.data as ResponseBody | null)?.errors?.map((x) => x.extensions?.['code']))).toEqual([['BAD_USER_INPUT'], undefined]);
+    expect(ws.errors?.map((x) => x.extensions?.['code'])).toEqual(['BAD_USER_INPUT']);
+    expect(ws.results).toEqual([]);
+    expect(runs).toEqual([]);
+    expect(servers.store.calls).toHaveLength(calls);
+  });
+
+  it('graphql-ws: a subscription graphql-js\'s validation throws for is refused alone; the socket lives on', async () => {
+    users += 1;
+    const client = socketClient(servers.ws, { user: `throws-${users}` });
+    // SingleFieldSubscriptionsRule collects the root fields without variables: @include of a non-null one throws.
+    const refused = await run(client, { query: 'subscription($on: Boolean! = true) { ticks @include(if: $on) }' });
+    expect(refused.errors?.[0]?.message).toMatch(/Argument "if" of required type "Boolean!" was provided the variable "\$on"/);
+    expect(await run(client, { query: '{ cheap }' })).toMatchObject({ results: [{ data: { cheap: 1 } }], completed: true });
   });
 
   it('carry it when asked with GraphQL-Cost: report over SSE', async () => {

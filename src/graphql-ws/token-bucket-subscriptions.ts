@@ -76,7 +76,15 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
         throw error;
       }
       // The cost analysis reads only valid operations; graphql-ws validates again with its own `validate`.
-      const invalid = validate(schema, document);
+      let invalid;
+      try {
+        invalid = validate(schema, document);
+      } catch (error) {
+        // graphql-js's rules can throw for the operation (a subscription's root
+        // field under @include of a non-null variable): its error, not the socket's end.
+        if (error instanceof GraphQLError) return [error];
+        throw error;
+      }
       if (invalid.length > 0) return invalid;
       const operation = executedOperation(document, payload.operationName);
       // graphql-ws answers "Unable to identify operation" and runs nothing.
