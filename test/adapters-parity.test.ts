@@ -589,12 +589,15 @@ describe('subscriptions, over graphql-ws and GraphQL Yoga\'s SSE', () => {
     expect(servers.store.calls).toHaveLength(calls);
   });
 
-  it('graphql-ws: a subscription graphql-js\'s validation throws for is refused alone; the socket lives on', async () => {
+  it('graphql-ws: an operation graphql-js\'s parser or validation throws for is refused alone; the socket lives on', async () => {
     users += 1;
     const client = socketClient(servers.ws, { user: `throws-${users}` });
     // SingleFieldSubscriptionsRule collects the root fields without variables: @include of a non-null one throws.
     const refused = await run(client, { query: 'subscription($on: Boolean! = true) { ticks @include(if: $on) }' });
     expect(refused.errors?.[0]?.message).toMatch(/Argument "if" of required type "Boolean!" was provided the variable "\$on"/);
+    // A document nesting deeper than graphql-js's parser's stack.
+    const tooDeep = await run(client, { query: `{ ${'items { '.repeat(5000)}id${' }'.repeat(5000)} }` });
+    expect(tooDeep.errors).toEqual([{ message: 'The operation nests too deeply to be parsed.', extensions: { code: 'GRAPHQL_PARSE_FAILED' } }]);
     expect(await run(client, { query: '{ cheap }' })).toMatchObject({ results: [{ data: { cheap: 1 } }], completed: true });
   });
 

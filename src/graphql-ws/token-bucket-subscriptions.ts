@@ -68,22 +68,21 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
 
   return {
     async onSubscribe(ctx, _id, payload) {
+      // The cost analysis reads only valid operations; graphql-ws validates
+      // again with its own `validate`. Whatever parsing or validating one
+      // operation throws is that operation's error, never the socket's end:
+      // a document nesting too deep overflows the stack, and graphql-js's
+      // rules throw for a subscription's root field under @include of a
+      // non-null variable.
       let document: DocumentNode;
+      let invalid: readonly GraphQLError[];
       try {
         document = parse(payload.query);
-      } catch (error) {
-        if (error instanceof GraphQLError) return [error];
-        throw error;
-      }
-      // The cost analysis reads only valid operations; graphql-ws validates again with its own `validate`.
-      let invalid;
-      try {
         invalid = validate(schema, document);
       } catch (error) {
-        // graphql-js's rules can throw for the operation (a subscription's root
-        // field under @include of a non-null variable): its error, not the socket's end.
         if (error instanceof GraphQLError) return [error];
-        throw error;
+        if (error instanceof RangeError) return [new GraphQLError('The operation nests too deeply to be parsed.', { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
+        return [operationFault(error, logger)];
       }
       if (invalid.length > 0) return invalid;
       const operation = executedOperation(document, payload.operationName);
