@@ -23,9 +23,10 @@ let example: RunningExample;
 let store: RecordingStore;
 
 beforeAll(async () => {
-  // A clock that stands still: an emptied bucket stays empty however slowly a busy machine runs the
-  // requests below (a token of `api` refills in 60 ms).
-  store = new RecordingStore(new MemoryStore({ now: () => 1_800_000_000_000 }));
+  // The store's clock stands still: no bucket refills during the file, so a
+  // bucket emptied stays empty however slowly the machine runs the requests.
+  const now = Date.now();
+  store = new RecordingStore(new MemoryStore({ now: () => now }));
   example = await startExampleServer({ store, host: '127.0.0.1', logger: captureLogger() });
 });
 

@@ -159,7 +159,9 @@ describe.each(subjects)('graphql-ws beside Apollo Server, on %s', (_name, makeSt
     const ann = freshUser();
     const client = socketClient(h.server.wsUrl, { user: ann });
     for (let i = 0; i < 3; i++) {
-      expect(await run(client, TICKS)).toEqual({ results: [{ data: { ticks: 1 } }, { data: { ticks: 0 } }], completed: true });
+      // The first event carries what starting the subscription cost.
+      const report = { rateLimit: { live: { cost: 1, remaining: 2 - i, capacity: 3 } } };
+      expect(await run(client, TICKS)).toEqual({ results: [{ data: { ticks: 1 }, extensions: report }, { data: { ticks: 0 } }], completed: true });
     }
     const denied = await run(client, TICKS);
     // 1 token at 1 a minute, less what refilled meanwhile.
@@ -186,7 +188,7 @@ describe.each(subjects)('graphql-ws beside Apollo Server, on %s', (_name, makeSt
     const served = outcomes.filter((o) => o.completed);
     const denied = outcomes.filter((o) => o.errors !== undefined);
     expect(served).toHaveLength(3);
-    for (const o of served) expect(o.results).toEqual([{ data: { ticks: 0 } }]);
+    for (const o of served) expect(o.results).toEqual([{ data: { ticks: 0 }, extensions: { rateLimit: { live: expect.objectContaining({ cost: 1 }) } } }]);
     expect(denied).toHaveLength(7);
     for (const o of denied) expect(o.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'live', cost: 1 });
     expect(h.subscribed.ticks).toBe(3);
@@ -236,8 +238,9 @@ describe.each(subjects)('graphql-ws beside Apollo Server, on %s', (_name, makeSt
     const outcome = await run(socketClient(h.server.wsUrl, { user }), { query: 'subscription { ticks(from: 9) }' });
     expect(outcome.completed).toBe(true);
     expect(outcome.results).toHaveLength(10);
-    // No charge per event: no report on events.
-    expect(outcome.results.every((r) => r.extensions === undefined)).toBe(true);
+    // No charge per event: the first event reports the start's charge, no other event a charge of its own.
+    expect(outcome.results[0]?.extensions).toEqual({ rateLimit: { live: { cost: 1, remaining: 2, capacity: 3 } } });
+    expect(outcome.results.slice(1).every((r) => r.extensions === undefined)).toBe(true);
     expect(await h.left(live, user)).toBe(2);
   });
 

@@ -411,7 +411,8 @@ describe('refundUnusedCost elsewhere', () => {
 
     const subscription = await run(client, { query: 'subscription { arrivals(first: 10) { id } }' });
     expect(subscription.completed).toBe(true);
-    expect(subscription.results).toEqual([{ data: { arrivals: [{ id: '1' }] } }]);
+    // Its first event reports what starting it cost: the estimate, nothing given back.
+    expect(subscription.results).toEqual([{ data: { arrivals: [{ id: '1' }] }, extensions: { rateLimit: { api: { cost: 10, remaining: 87, capacity: 100 } } } }]);
     expect(await tokensLeft(store, api, user)).toBe(87);
   });
 

@@ -1,13 +1,15 @@
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext, GraphQLRequestListener, GraphQLServerContext, HeaderMap } from '@apollo/server';
 import { GraphQLError } from 'graphql';
 import type { GraphQLSchema } from 'graphql';
-import { rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import { operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
+import { BatchRefusals } from '../core/batch-refusals.js';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
 import type { BucketCheck, DryRun } from '../core/dry-run.js';
-import { Limiter } from '../core/limiter.js';
+import { executedOperation } from '../core/executed-operation.js';
+import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import { supergraphPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
@@ -35,6 +37,8 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by the response head, which the operations of an HTTP batch share.
   const fieldsByResponse = new RateLimitFieldsByResponse();
+  // The status of a batch the limiter refused an operation of, by response head too.
+  const refusals = new BatchRefusals<object>();
 
   return {
     async serverWillStart({ schema, logger }) {
@@ -73,13 +77,17 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 
       return {
         async didResolveOperation(requestContext) {
-          const { document, operation, schema, logger } = requestContext;
+          const { document, schema, logger } = requestContext;
           if (costHeader) {
             const value = requestContext.request.http?.headers.get(COST_HEADER);
             const asked = costHeaderMode(value);
             if (asked === null) throw invalidCostHeaderError(value ?? '', apolloHttp);
             mode = asked;
           }
+          // The operation graphql-js runs: with validation off, the last of
+          // several of one name, where `requestContext.operation` is the first.
+          const operation = executedOperation(document, requestContext.request.operationName);
+          // Execution itself refuses, and runs nothing.
           if (!operation) return;
           input = {
             schema,
@@ -96,10 +104,15 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           } catch (error) {
             // An operation the cost analysis refuses is the client's to fix.
             if (error instanceof GraphQLError) throw withHttpStatus(error, 400, apolloHttp);
-            throw error;
+            if (isMisconfiguration(error)) throw error;
+            refusals.refused(requestContext.response.http, 500);
+            throw operationFault(error, logger, apolloHttp);
           }
           if (dry !== undefined) {
-            if (dry.kind === 'store_error') throw unavailableError(apolloHttp);
+            if (dry.kind === 'store_error') {
+              refusals.refused(requestContext.response.http, 503);
+              throw unavailableError(apolloHttp);
+            }
             validated = dry.kind === 'checked' ? dryRunReport(dry) : {};
             if (rateLimitHeaders && dry.kind === 'checked') fieldsByResponse.for(requestContext.response.http).addCharges(dry.charges, dry.remaining);
             return;
@@ -109,10 +122,12 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           switch (decision.kind) {
             case 'denied':
               if (decision.retryAfterMs !== null) retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000);
+              refusals.refused(requestContext.response.http, 429);
               throw rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, apolloHttp);
             case 'store_error':
-              if (!decision.allowed) throw unavailableError(apolloHttp);
-              return;
+              if (decision.allowed) return;
+              refusals.refused(requestContext.response.http, 503);
+              throw unavailableError(apolloHttp);
             case 'allowed':
             case 'free':
               return;
@@ -127,6 +142,11 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 
         async willSendResponse(requestContext) {
           const http = requestContext.response.http;
+          // A batch shares one HTTP head, whose status is the last its operations
+          // set: one the limiter refused decides it, whichever finished last
+          // (one that failed on its own, with a 400, included).
+          const refused = refusals.status(http);
+          if (refused !== undefined) http.status = refused;
           if (retryAfterSeconds !== undefined) {
             // A batch shares one HTTP head: keep the longest wait of its operations.
             const existing = Number(http.headers.get('retry-after'));

@@ -54,9 +54,11 @@ export function schemaRefusedError(): GraphQLError {
   });
 }
 
-/** What a client is told of a server fault while a subscription runs (the fault itself is logged). */
-export function internalError(): GraphQLError {
-  return new GraphQLError('Internal server error', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+/** What a client is told of a server fault (the fault itself is logged): HTTP 500 where there is HTTP. */
+export function internalError(http?: HttpExtension): GraphQLError {
+  return new GraphQLError('Internal server error', {
+    extensions: { code: 'INTERNAL_SERVER_ERROR', ...(http ? { http: http(500, {}) } : {}) } as GraphQLErrorExtensions,
+  });
 }
 
 /**
@@ -80,4 +82,14 @@ export function withHttpStatus(error: GraphQLError, status: number, http?: HttpE
 
 export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * What the client gets when `identify` or the store throws for one
+ * operation: a generic `INTERNAL_SERVER_ERROR` (a database's message stays
+ * in the log), for that operation alone.
+ */
+export function operationFault(error: unknown, logger: { error(message: string): void }, http?: HttpExtension): GraphQLError {
+  logger.error(`graphql-token-bucket: could not price the operation, it is refused: ${describeError(error)}`);
+  return internalError(http);
 }

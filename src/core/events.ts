@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { describeError, internalError, rateLimitedError, unavailableError } from './errors.js';
-import type { Limiter, OperationInput } from './limiter.js';
+import type { BucketReport, Limiter, OperationInput } from './limiter.js';
 import { withRateLimitReport } from './result-extensions.js';
 import type { ResultWithExtensions } from './result-extensions.js';
 
@@ -32,6 +32,7 @@ export function chargeEachEventOption(options: SubscriptionLimitOptions, owner: 
  * A subscription's event stream whose every event is charged before it is
  * passed on. A denied event ends the stream with the limiter's error; the
  * source stream is closed then, and whenever the consumer closes this one.
+ * With `report`, each event carries `extensions.rateLimit` of its own charge.
  *
  * Written as a plain iterator, not an async generator: an async generator's
  * `return()` waits for a pending `next()`, so a client leaving a quiet
@@ -41,6 +42,7 @@ export function chargeEachEvent<TContext, TResult extends ResultWithExtensions>(
   limiter: Limiter<TContext>,
   input: OperationInput<TContext>,
   events: AsyncIterable<TResult>,
+  report = limiter.settings.reportCost,
 ): AsyncGenerator<TResult, undefined> {
   const source = events[Symbol.asyncIterator]();
   let closed = false;
@@ -86,8 +88,8 @@ export function chargeEachEvent<TContext, TResult extends ResultWithExtensions>(
           }
           return { done: false, value: next.value };
         case 'allowed': {
-          const report = limiter.settings.reportCost ? limiter.report(decision) : undefined;
-          return { done: false, value: report ? withRateLimitReport(next.value, report) : next.value };
+          const charged = report ? limiter.report(decision) : undefined;
+          return { done: false, value: charged ? withRateLimitReport(next.value, charged) : next.value };
         }
         case 'free':
           return { done: false, value: next.value };
@@ -108,4 +110,38 @@ export function chargeEachEvent<TContext, TResult extends ResultWithExtensions>(
 /** A subscription's stream (or an incremental delivery), as opposed to a single result. */
 export function isAsyncIterable<T>(value: T): value is Extract<T, AsyncIterable<unknown>> {
   return typeof value === 'object' && value !== null && typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === 'function';
+}
+
+/**
+ * A subscription's event stream whose first event carries `report` (what
+ * starting it cost) in `extensions.rateLimit`. A plain iterator, like
+ * `chargeEachEvent`'s, so a client leaving reaches the source at once.
+ */
+export function reportOnFirst<TResult extends ResultWithExtensions>(
+  events: AsyncIterable<TResult>,
+  report: Record<string, BucketReport>,
+): AsyncGenerator<TResult, undefined> {
+  const source = events[Symbol.asyncIterator]();
+  let sent = false;
+  const wrapper: AsyncGenerator<TResult, undefined> = {
+    async next(): Promise<IteratorResult<TResult, undefined>> {
+      const next = await source.next();
+      if (next.done) return { done: true, value: undefined };
+      if (sent) return next;
+      sent = true;
+      return { done: false, value: withRateLimitReport(next.value, report) };
+    },
+    async return(): Promise<IteratorReturnResult<undefined>> {
+      await source.return?.();
+      return { done: true, value: undefined };
+    },
+    async throw(error: unknown): Promise<IteratorResult<TResult, undefined>> {
+      await source.return?.();
+      throw error;
+    },
+    [Symbol.asyncIterator]() {
+      return wrapper;
+    },
+  };
+  return wrapper;
 }

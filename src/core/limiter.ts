@@ -15,6 +15,7 @@ import type { LimiterOptions, Logger, Settings } from './options.js';
 import { resolveIdentity } from './tiers.js';
 import type { ResolvedIdentity } from './tiers.js';
 import { withTimeout } from './timeout.js';
+import { unrepresentableVariables } from './unrepresentable-variables.js';
 
 /** One bucket an operation is charged: whose tokens and how many. */
 export interface Charge {
@@ -278,9 +279,11 @@ export class Limiter<TContext> {
   /**
    * Prices one operation and takes its tokens in one store call (or none,
    * when this replica's deny cache already knows the store would deny it).
-   * Throws the cost analysis's `GraphQLError` for an operation it refuses,
+   * Throws a `GraphQLError` for an operation it refuses (the cost
+   * analysis's, or variables an executor cannot hold as they were priced),
    * and a `TypeError`/`RangeError`, logged, when `identify` returns what
-   * cannot be a key or a plan's bucket of another name.
+   * cannot be a key or a plan's bucket of another name (`isMisconfiguration`);
+   * whatever `identify` itself throws passes through.
    */
   async decide(input: OperationInput<TContext>): Promise<Decision> {
     const { settings, metrics } = this;
@@ -327,7 +330,7 @@ export class Limiter<TContext> {
       // The store just failed (or timed out) for that call: this one does not wait for it twice.
       if (earlier?.kind === 'store_error') {
         for (const { bucket } of charges) metrics.decision(bucket.name, 'store_error');
-        return earlier;
+        return { ...earlier, allowed: this.allowedWithoutStore(charges) };
       }
       cached = this.cachedDenial(charges);
       if (cached === undefined && !(earlier?.kind === 'allowed' && leftShort(earlier, call, charges))) break;
@@ -356,8 +359,9 @@ export class Limiter<TContext> {
     } catch (error) {
       metrics.storeDuration((performance.now() - sentAt) / 1000);
       // Any failure of the store, whatever its class (`fetch` rejects with a TypeError), is a store failure.
-      const allowed = settings.onStoreError === 'allow';
-      input.logger.warn(`graphql-token-bucket: store failed, ${allowed ? 'allowing' : 'denying'} the operation: ${describeError(error)}`);
+      const allowed = this.allowedWithoutStore(charges);
+      const why = allowed && settings.onStoreError === 'deny' ? ' (only measured buckets price it)' : '';
+      input.logger.warn(`graphql-token-bucket: store failed, ${allowed ? 'allowing' : 'denying'} the operation${why}: ${describeError(error)}`);
       for (const { bucket } of charges) metrics.decision(bucket.name, 'store_error');
       return { kind: 'store_error', allowed, error };
     }
@@ -394,6 +398,15 @@ export class Limiter<TContext> {
   }
 
   /**
+   * Whether an operation runs when the store fails: as `onStoreError` says,
+   * except that one only measured buckets price runs, since none of them may
+   * deny it.
+   */
+  private allowedWithoutStore(charges: readonly Charge[]): boolean {
+    return this.settings.onStoreError === 'allow' || charges.every(({ measured }) => measured);
+  }
+
+  /**
    * Tokens came back to a (bucket, identity) pair through this limiter (a
    * refund): a denial this replica remembers for it no longer holds.
    */
@@ -409,6 +422,8 @@ export class Limiter<TContext> {
   async charges(input: OperationInput<TContext>): Promise<Charge[] | null> {
     const { settings } = this;
     this.logger = input.logger;
+    const unrepresentable = unrepresentableVariables(input.operation, input.variables);
+    if (unrepresentable !== undefined) throw unrepresentable;
     const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
     if (costs.size === 0) return null;
     const charges: Charge[] = [];
@@ -422,7 +437,7 @@ export class Limiter<TContext> {
       } catch (error) {
         // The user's bug, never a store failure, and never an admission for free.
         input.logger.error(`graphql-token-bucket: ${describeError(error)}`);
-        throw error;
+        throw misconfiguration(error);
       }
       charges.push({ bucket: resolved.bucket, key: resolved.key, cost, measured: settings.measured.has(name) });
     }
@@ -543,6 +558,25 @@ function describeKey(key: BucketKey): string {
 }
 
 const FREE: Decision = Object.freeze({ kind: 'free' });
+
+/** Errors of the application's set-up the limiter has logged: keys and plans `identify` should not return. */
+const misconfigurations = new WeakSet<object>();
+
+function misconfiguration(error: unknown): unknown {
+  if (typeof error === 'object' && error !== null) misconfigurations.add(error);
+  return error;
+}
+
+/**
+ * Whether `decide` threw for a set-up error it logged (a key or plan
+ * `identify` should not return), which each adapter answers as its server
+ * answers an internal error. Anything else it throws that is not a
+ * `GraphQLError` is a fault of `identify` or the store for this operation
+ * alone: see `operationFault`.
+ */
+export function isMisconfiguration(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && misconfigurations.has(error);
+}
 
 /** Start-up check: every annotation names a known bucket and can ever succeed. */
 function checkAnnotations(model: CostModel, buckets: ReadonlyMap<string, TokenBucket>): void {

@@ -1,14 +1,17 @@
 import type { Plugin } from '@envelop/core';
-import { getOperationAST, GraphQLError, isSchema } from 'graphql';
+import { GraphQLError, isSchema } from 'graphql';
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
+import { BatchRefusals } from '../core/batch-refusals.js';
+import type { RefusalStatus } from '../core/batch-refusals.js';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
 import type { DryRun } from '../core/dry-run.js';
-import { rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import { operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
-import { Limiter } from '../core/limiter.js';
+import { executedOperation } from '../core/executed-operation.js';
+import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import { stitchedPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
@@ -25,10 +28,17 @@ import type { UseTokenBucketOptions } from './options.js';
  */
 const yogaHttp: HttpExtension = (status, headers) => ({ status, headers: { ...headers } });
 
+const STATUS_TEXT: Readonly<Record<RefusalStatus, string>> = { 429: 'Too Many Requests', 503: 'Service Unavailable', 500: 'Internal Server Error' };
+
 /** The envelop plugin, with the GraphQL Yoga hooks that hand it Yoga's logger and each HTTP response. */
 export type TokenBucketEnvelopPlugin<TContext extends object> = Plugin<TContext> & {
   onYogaInit(payload: { yoga: { logger: Logger } }): void;
-  onResponse(payload: { request: Request; response: Response }): void;
+  onResponse(payload: {
+    request: Request;
+    response: Response;
+    setResponse?(response: Response): void;
+    fetchAPI?: { Response: typeof Response; Headers: typeof Headers };
+  }): void;
 };
 
 /**
@@ -38,6 +48,24 @@ export type TokenBucketEnvelopPlugin<TContext extends object> = Plugin<TContext>
 type Admission<TContext> =
   | { readonly answer: ExecutionResult }
   | { readonly answer?: undefined; readonly input: OperationInput<TContext>; readonly decision: Decision; readonly mode: CostHeaderMode | undefined };
+
+/**
+ * `run` (envelop's execute or subscribe) with the schema, document,
+ * operation name and variables of `priced`, the arguments as the plugin read
+ * them: what a later plugin does to the execution arguments cannot change
+ * what runs (nor make an operation execution refuses, which nothing priced, run).
+ */
+function asPriced<TArgs extends PricedArgs, TResult>(run: (args: TArgs) => TResult, priced: PricedArgs): (args: TArgs) => TResult {
+  const { schema, document, operationName, variableValues } = priced;
+  return (args) => run({ ...args, schema, document, operationName, variableValues });
+}
+
+interface PricedArgs {
+  schema: unknown;
+  document: unknown;
+  operationName?: unknown;
+  variableValues?: unknown;
+}
 
 /** The `Request` GraphQL Yoga puts in the context: the header is read from it, the response fields are keyed by it. */
 function requestOf(context: unknown): Request | undefined {
@@ -69,6 +97,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by Yoga's Request, which the operations of an HTTP batch share.
   const fieldsByRequest = new RateLimitFieldsByResponse();
+  const refusals = new BatchRefusals<Request>();
   let loaded = false;
   /** True while the server is being created: a schema given then fails the creation; one met later (a gateway's) is logged. */
   let creating = true;
@@ -85,7 +114,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       mode = asked;
     }
     const document = args.document as DocumentNode;
-    const operation = getOperationAST(document, typeof args.operationName === 'string' ? args.operationName : undefined);
+    const operation = executedOperation(document, args.operationName);
     // Execution itself answers "must provide operation name" and runs nothing.
     if (!operation) return null;
     const input: OperationInput<TContext> = {
@@ -104,10 +133,15 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     } catch (error) {
       // An operation the cost analysis refuses is the client's to fix.
       if (error instanceof GraphQLError) return { answer: { errors: [withHttpStatus(error, 400, yogaHttp)] } };
-      throw error;
+      if (isMisconfiguration(error)) throw error;
+      refusals.refused(request, 500);
+      return { answer: { errors: [operationFault(error, logger, yogaHttp)] } };
     }
     if (dry !== undefined) {
-      if (dry.kind === 'store_error') return { answer: { errors: [unavailableError(yogaHttp)] } };
+      if (dry.kind === 'store_error') {
+        refusals.refused(request, 503);
+        return { answer: { errors: [unavailableError(yogaHttp)] } };
+      }
       if (rateLimitHeaders && request !== undefined && dry.kind === 'checked') fieldsByRequest.for(request).addCharges(dry.charges, dry.remaining);
       // Priced and checked, not run: no `data`, HTTP 200.
       return { answer: { extensions: { rateLimit: dry.kind === 'checked' ? dryRunReport(dry) : {} } } };
@@ -116,9 +150,12 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     if (rateLimitHeaders && request !== undefined && decision.kind === 'denied') fieldsByRequest.for(request).addDecision(decision);
     switch (decision.kind) {
       case 'denied':
+        refusals.refused(request, 429, decision.retryAfterMs);
         return { answer: { errors: [rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs, yogaHttp)] } };
       case 'store_error':
-        return decision.allowed ? { input, decision, mode } : { answer: { errors: [unavailableError(yogaHttp)] } };
+        if (decision.allowed) return { input, decision, mode };
+        refusals.refused(request, 503);
+        return { answer: { errors: [unavailableError(yogaHttp)] } };
       default:
         return { input, decision, mode };
     }
@@ -129,8 +166,20 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       if (options.logger === undefined) logger = yoga.logger;
     },
 
-    onResponse({ request, response }) {
+    onResponse({ request, response, setResponse, fetchAPI }) {
       if (rateLimitHeaders) fieldsByRequest.get(request)?.writeTo(response.headers);
+      // GraphQL Yoga answers a batch 200 whatever its operations' errors; one
+      // with an operation the limiter refused answers as Apollo Server's
+      // does: 429 with the longest wait, else 503, else 500. (A single
+      // operation already carries its own status.)
+      const status = refusals.status(request);
+      if (status === undefined || response.status === status || setResponse === undefined) return;
+      const wait = refusals.retryAfterSeconds(request);
+      // The server's own Fetch API: its body streams are its own.
+      const fetch = fetchAPI ?? globalThis;
+      const headers = new fetch.Headers(response.headers);
+      if (status === 429 && wait !== undefined) headers.set('retry-after', String(wait));
+      setResponse(new fetch.Response(response.body, { status, statusText: STATUS_TEXT[status], headers }));
     },
 
     onPluginInit() {
@@ -162,7 +211,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       loaded = true;
     },
 
-    async onExecute({ args, setResultAndStopExecution }) {
+    async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
+      setExecuteFn(asPriced(executeFn, args));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -199,23 +249,43 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       };
     },
 
-    async onSubscribe({ args, setResultAndStopExecution }) {
+    async onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
+      setSubscribeFn(asPriced(subscribeFn, args));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
         setResultAndStopExecution(admission.answer);
         return;
       }
-      const { input, decision } = admission;
+      const { input, decision, mode } = admission;
       if (rateLimitHeaders && decision.kind === 'allowed') {
         const request = requestOf(args.contextValue);
         if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
       }
       // An operation nothing charges costs nothing per event either.
-      if (!eachEvent || decision.kind === 'free') return;
+      if (decision.kind === 'free') return;
+      const reported = reportCost || mode === 'report';
+      if (eachEvent) {
+        return {
+          onSubscribeResult({ result, setResult }) {
+            if (isAsyncIterable(result)) setResult(chargeEachEvent(limiter, input, result, reported));
+          },
+        };
+      }
+      // The first event carries what starting the subscription cost, as Apollo Server's answer does.
+      const report = reported ? limiter.report(decision) : undefined;
+      if (report === undefined) return;
       return {
-        onSubscribeResult({ result, setResult }) {
-          if (isAsyncIterable(result)) setResult(chargeEachEvent(limiter, input, result));
+        onSubscribeResult({ result }) {
+          if (!isAsyncIterable(result)) return;
+          let sent = false;
+          return {
+            onNext({ result: payload, setResult: setPayload }) {
+              if (sent) return;
+              sent = true;
+              setPayload(withRateLimitReport(payload, report));
+            },
+          };
         },
       };
     },

@@ -1,9 +1,10 @@
-import { getOperationAST, GraphQLError, isSchema, parse, validate } from 'graphql';
+import { GraphQLError, isSchema, parse, validate } from 'graphql';
 import type { DocumentNode, ExecutionArgs } from 'graphql';
 import type { ConnectionInitMessage, Context, OperationResult, SubscribePayload } from 'graphql-ws';
-import { rateLimitedError, unavailableError } from '../core/errors.js';
-import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
-import { Limiter } from '../core/limiter.js';
+import { operationFault, rateLimitedError, unavailableError } from '../core/errors.js';
+import { chargeEachEvent, chargeEachEventOption, isAsyncIterable, reportOnFirst } from '../core/events.js';
+import { executedOperation } from '../core/executed-operation.js';
+import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
@@ -67,17 +68,24 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
 
   return {
     async onSubscribe(ctx, _id, payload) {
+      // The cost analysis reads only valid operations; graphql-ws validates
+      // again with its own `validate`. Whatever parsing or validating one
+      // operation throws is that operation's error, never the socket's end:
+      // a document nesting too deep overflows the stack, and graphql-js's
+      // rules throw for a subscription's root field under @include of a
+      // non-null variable.
       let document: DocumentNode;
+      let invalid: readonly GraphQLError[];
       try {
         document = parse(payload.query);
+        invalid = validate(schema, document);
       } catch (error) {
         if (error instanceof GraphQLError) return [error];
-        throw error;
+        if (error instanceof RangeError) return [new GraphQLError('The operation nests too deeply to be parsed.', { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
+        return [operationFault(error, logger)];
       }
-      // The cost analysis reads only valid operations; graphql-ws validates again with its own `validate`.
-      const invalid = validate(schema, document);
       if (invalid.length > 0) return invalid;
-      const operation = getOperationAST(document, payload.operationName);
+      const operation = executedOperation(document, payload.operationName);
       // graphql-ws answers "Unable to identify operation" and runs nothing.
       if (!operation) return;
 
@@ -88,7 +96,10 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
       } catch (error) {
         // An operation the cost analysis refuses is the client's to fix.
         if (error instanceof GraphQLError) return [error];
-        throw error;
+        // A key or plan identify should not return: graphql-ws's internal error, as documented.
+        if (isMisconfiguration(error)) throw error;
+        // identify's or the store's fault ends this operation alone: the socket and its other operations live on.
+        return [operationFault(error, logger)];
       }
       switch (decision.kind) {
         case 'denied':
@@ -116,7 +127,10 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
       const { input, decision } = entry;
       if (isAsyncIterable(resolved)) {
         // A subscription (or an incremental delivery) keeps its estimate.
-        return eachEvent ? chargeEachEvent(limiter, input, resolved) : undefined;
+        if (eachEvent) return chargeEachEvent(limiter, input, resolved);
+        // Its first event carries what starting it cost, as a result over HTTP does.
+        const report = reportCost ? limiter.report(decision) : undefined;
+        return report ? reportOnFirst(resolved, report) : undefined;
       }
       const refunded =
         refundUnusedCost && decision.kind === 'allowed' && input.operation.operation !== 'subscription'

@@ -35,6 +35,8 @@ export interface ApolloWithSocketsOptions<TContext extends BaseContext> {
   plugins?: ApolloServerPlugin<TContext>[];
   context?: (argument: { req: IncomingMessage }) => Promise<TContext>;
   logger?: Logger;
+  /** Apollo Server's option of that name: run documents graphql-js would refuse. */
+  dangerouslyDisableValidation?: boolean;
 }
 
 /** Apollo Server (express 5) and graphql-ws on one free port. `stop()` closes both. */
@@ -50,6 +52,7 @@ export async function serveApolloWithSockets<TContext extends BaseContext>(
     ...(options.logger ? { logger: options.logger } : {}),
     allowBatchedHttpRequests: true,
     includeStacktraceInErrorResponses: false,
+    ...(options.dangerouslyDisableValidation ? { dangerouslyDisableValidation: true } : {}),
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer }),
       {
