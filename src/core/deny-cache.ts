@@ -302,6 +302,7 @@ export class DenyCache {
 function pairId(bucket: TokenBucket, key: BucketKey): string {
   const id = keyString(key);
   if (id.length <= LONGEST_KEPT_KEY) return `${bucket.name}\u0000${id}`;
-  // A different separator keeps a hashed key from meeting a short key equal to its digest.
-  return `${bucket.name}\u0001${createHash('sha256').update(id).digest('base64')}`;
+  // A different separator keeps a hashed key from meeting a short key equal to its digest. Hashed
+  // over UTF-16 code units, as the stores' keys are: UTF-8 would turn every lone surrogate into U+FFFD.
+  return `${bucket.name}\u0001${createHash('sha256').update(id, 'utf16le').digest('base64')}`;
 }

@@ -35,6 +35,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const systemClock = (): number => performance.timeOrigin + performance.now();
 
 /**
+ * The latest clock reading, in µs, at which the arithmetic stays exact: a
+ * bucket's state is the time it is full again, at most a full refill (100
+ * years, `MAX_REFILL_YEARS`) ahead, and every time must stay an exact double
+ * (below 2^53 µs): readings up to about the year 2155.
+ */
+const LATEST_CLOCK_US = 2 ** 53 - 100 * 31_557_600_000_000;
+
+/**
  * Token buckets in this process's memory: the same semantics and the same
  * arithmetic as `RedisStore` (lua/acquire.lua), for development and
  * single-instance servers. A bucket's state is the time at which it is full
@@ -248,10 +256,13 @@ export class MemoryStore implements BucketStore {
 
   private nowUs(): number {
     const ms = this.now();
-    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
-      throw new RangeError(`MemoryStore clock returned ${String(ms)}; it must return milliseconds since the epoch`);
+    const us = typeof ms === 'number' ? Math.round(ms * 1000) : NaN;
+    if (!(us >= 0 && us <= LATEST_CLOCK_US)) {
+      throw new RangeError(
+        `MemoryStore clock returned ${String(ms)}; it must return milliseconds since the epoch, at most ${LATEST_CLOCK_US / 1000} (where its arithmetic is exact)`,
+      );
     }
-    return Math.round(ms * 1000);
+    return us;
   }
 
   private sweep(nowUs: number): void {

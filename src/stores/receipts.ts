@@ -30,12 +30,15 @@ class Take {
   startAt = 0;
   startNum = 0;
   run = false;
+  /** µs on the store's clock when it was taken (a run: its earliest take), so that a reset since voids it. */
+  takenAt: number;
 
-  constructor(endAt: number, endNum: number, leftAt: number, leftNum: number) {
+  constructor(endAt: number, endNum: number, leftAt: number, leftNum: number, takenAt: number) {
     this.endAt = endAt;
     this.endNum = endNum;
     this.leftAt = leftAt;
     this.leftNum = leftNum;
+    this.takenAt = takenAt;
   }
 
   /**
@@ -95,8 +98,8 @@ interface Pair {
 
 /** What a refund may give back: over the takes it draws from, at most min(share, end - now) of each. */
 export interface Claim {
-  /** The takes drawn from, earliest first (lua/refund.lua's X). */
-  bound: { end: FullAt; share: FullAt }[];
+  /** The takes drawn from, earliest first, and when each was taken (lua/refund.lua's X). */
+  bound: { end: FullAt; share: FullAt; takenAt: number }[];
   /** The takes the claim moved earlier, each by how much, as if it gave back everything it drew. */
   moved: { take: Take; by: Time }[];
   pair: Pair;
@@ -198,7 +201,7 @@ export class ReceiptBook {
     if (den !== 1 || !(q < EXACT)) [q, r] = refillTime(cost, terms);
     const pair = this.#young.get(id) ?? this.#old.get(id);
     if (pair === undefined) {
-      const takes = [new Take(now + q, r, q, r)];
+      const takes = [new Take(now + q, r, q, r, now)];
       this.#remember(id, { takes, tokens: den, period: terms.period, latest: now, seen, claims: 0 });
       return;
     }
@@ -219,9 +222,10 @@ export class ReceiptBook {
         first.endNum = r;
         first.leftAt = q;
         first.leftNum = r;
+        first.takenAt = now;
         if (held.length > 1) held.length = 1;
       } else {
-        pair.takes = [new Take(now + q, r, q, r)];
+        pair.takes = [new Take(now + q, r, q, r, now)];
       }
       if (pair.tokens !== den || pair.period !== terms.period) [pair.tokens, pair.period] = [den, terms.period];
       pair.latest = now;
@@ -242,7 +246,7 @@ export class ReceiptBook {
       // a reply overtaken by a later take's: bounded on its own
       end = add({ at: now, num: 0 }, time, den);
     }
-    const take = new Take(end.at, end.num, time.at, time.num);
+    const take = new Take(end.at, end.num, time.at, time.num, now);
     let position = takes.length;
     while (position > 0 && less(end, takes[position - 1]!.end)) position--;
     takes.splice(position, 0, take);
@@ -255,6 +259,7 @@ export class ReceiptBook {
       kept.start = less(a, b) ? a : b;
       kept.end = less(kept.end, latest.end) ? latest.end : kept.end;
       kept.left = add(kept.left, latest.left, den);
+      kept.takenAt = Math.min(kept.takenAt, latest.takenAt);
     }
   }
 
@@ -284,8 +289,8 @@ export class ReceiptBook {
     const fullAt = (t: Time): FullAt => ({ at: t.at, num: t.num, den: t.num === 0 ? 1 : den });
     // a take is drawn from its end (one operation's tokens refill together), a run from its front
     const bound = shares.map((share, j) => {
-      const { start, end } = takes[j]!;
-      return { end: fullAt(start === undefined ? end : add(start, share, den)), share: fullAt(share) };
+      const { start, end, takenAt } = takes[j]!;
+      return { end: fullAt(start === undefined ? end : add(start, share, den)), share: fullAt(share), takenAt };
     });
     // every take from the first drawn from on moves forward by what is drawn up to it (a run's
     // front by what is drawn ahead of it; runs do not move back)
