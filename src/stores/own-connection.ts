@@ -32,6 +32,23 @@ export class OwnConnection {
 
   constructor(readonly client: Redis | Cluster) {}
 
+  /** Closes with the client: one listener per client, however many stores share it (held weakly). */
+  #watch(): void {
+    if (this.#watching) return;
+    this.#watching = true;
+    let owners = ownersOf.get(this.client);
+    if (owners === undefined) {
+      const set = new Set<WeakRef<OwnConnection>>();
+      owners = set;
+      ownersOf.set(this.client, set);
+      this.client.on('end', () => {
+        for (const ref of set) ref.deref()?.close();
+      });
+    }
+    for (const ref of owners) if (ref.deref() === undefined) owners.delete(ref);
+    owners.add(new WeakRef(this));
+  }
+
   /** The connection, opened on first use; once it has been ready, a command sent while it is down fails as the client's would. */
   async get(): Promise<Redis | Cluster> {
     if (this.#own === undefined) {
@@ -40,10 +57,7 @@ export class OwnConnection {
       this.#own = own;
       // Connection errors fail the commands; the client reports the same errors to the application.
       own.on('error', () => undefined);
-      if (!this.#watching) {
-        this.#watching = true;
-        this.client.on('end', () => this.close());
-      }
+      this.#watch();
       own.once('end', () => {
         if (this.#own === own) this.#own = undefined;
       });
@@ -69,6 +83,8 @@ export class OwnConnection {
     own?.disconnect();
   }
 }
+
+const ownersOf = new WeakMap<object, Set<WeakRef<OwnConnection>>>();
 
 function open(client: Redis | Cluster): Redis | Cluster {
   if (isCluster(client)) {

@@ -40,10 +40,6 @@ const NEVER = -1;
 /** No time at all. */
 const NONE: FullAt = { at: 0, num: 0, den: 1 };
 
-/** This process's clock in µs, read as cheaply as a take allows: whole ms (`CLOCK_SLACK_US`). */
-const localUs = (): number => Date.now() * 1000;
-/** `localUs` runs in whole ms: two readings may be up to 1 ms further apart than the time between them. */
-const CLOCK_SLACK_US = 1000;
 
 /** Appended to a bucket's key, its reset mark's (lua/reset.lua): bucket names cannot hold `!`. */
 const RESET_MARK = '!reset';
@@ -112,7 +108,7 @@ export class RedisStore implements BucketStore {
     this.acquireLua = acquireScript;
     this.refundLua = refundScript;
     this.resetLua = resetScript;
-    this.receipts = new ReceiptBook(maxReceipts, CLOCK_SLACK_US);
+    this.receipts = new ReceiptBook(maxReceipts);
     this.connection = new OwnConnection(client);
   }
 
@@ -139,7 +135,7 @@ export class RedisStore implements BucketStore {
     if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
     const [flag, whole, third] = reply as [number, number | string, number];
     if (flag === 1) {
-      if (cost > 0 && this.notResetSince(redisKeyOf, sent)) this.remember(redisKeyOf, terms, cost, third, localUs());
+      if (cost > 0 && this.notResetSince(redisKeyOf, sent)) this.remember(redisKeyOf, terms, cost, third, Number(whole) === terms.capacity - cost);
       return { allowed: true, remaining: Number(whole) };
     }
     if (flag !== 0) parseAcquireReply(reply, 1, false, false);
@@ -167,11 +163,14 @@ export class RedisStore implements BucketStore {
     }
     const { admission, takenAt } = taken;
     if (admission.allowed) {
-      const seen = localUs();
+      const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
+      const twice = requests.length > 1 ? repeated(ids) : undefined;
       takenAt.forEach((at, i) => {
         const { bucket, cost } = requests[i]!;
-        const id = redisKey(this.prefix, tags[i]!, bucket);
-        if (at !== null && cost > 0 && this.notResetSince(id, sent)) this.remember(id, termsOf(bucket), cost, at, seen);
+        const id = ids[i]!;
+        // From a full bucket: it left the capacity less this request (unknown for a pair asked for twice).
+        const fromFull = admission.remaining[i] === bucket.capacity - cost && twice?.has(id) !== true;
+        if (at !== null && cost > 0 && this.notResetSince(id, sent)) this.remember(id, termsOf(bucket), cost, at, fromFull);
       });
     }
     return admission;
@@ -198,10 +197,10 @@ export class RedisStore implements BucketStore {
     return after === undefined || after <= sent;
   }
 
-  /** Notes `cost` tokens taken from the key `id` at `at` µs (Redis TIME), answered at `seen` (`localUs`), for a refund. */
-  private remember(id: string, terms: BucketTerms, cost: number, at: number, seen: number): void {
+  /** Notes `cost` tokens taken from the key `id` at `at` µs (Redis TIME), from a full bucket or not, for a refund. */
+  private remember(id: string, terms: BucketTerms, cost: number, at: number, fromFull: boolean): void {
     if (!Number.isSafeInteger(at)) throw new Error(`token bucket script returned an unexpected time: ${String(at)}`);
-    this.receipts.record(id, terms, cost, at, seen);
+    this.receipts.record(id, terms, cost, at, fromFull);
   }
 
   /** What `acquireAll` would answer now; nothing is written. */
@@ -241,11 +240,10 @@ export class RedisStore implements BucketStore {
   async refundAll(requests: readonly AcquireRequest[]): Promise<number[]> {
     const keys = validateRequests(requests, 'refundAll');
     if (requests.length === 0) return [];
-    const seen = localUs();
     const pairs = refundPairs(requests, keys).map((pair) => {
       const tag = identityTag(pair.key);
       const receipt = redisKey(this.prefix, tag, pair.bucket);
-      const claim = this.receipts.claim(receipt, termsOf(pair.bucket), pair.tokens, seen);
+      const claim = this.receipts.claim(receipt, termsOf(pair.bucket), pair.tokens);
       const bound = claim === undefined ? '0' : claim.bound.map(({ end, share, takenAt }) => `${formatFullAt(end)};${formatFullAt(share)};${takenAt}`).join(',');
       return { ...pair, receipt, tag, tokens: claim === undefined ? 0 : pair.tokens, bound, claim, remaining: 0 };
     });
@@ -254,14 +252,10 @@ export class RedisStore implements BucketStore {
       slots.map(async (indexes) => {
         const group = indexes.map((i) => pairs[i]!);
         try {
-          const { remaining, given } = await this.runRefund(group.map((p) => ({ ...p, key: p.receipt })));
-          group.forEach((pair, j) => {
-            pair.remaining = remaining[j]!;
-            if (pair.claim !== undefined) this.receipts.settle(pair.claim, given[j]!);
-          });
+          const { remaining } = await this.runRefund(group.map((p) => ({ ...p, key: p.receipt })));
+          group.forEach((pair, j) => (pair.remaining = remaining[j]!));
         } finally {
-          for (const { claim } of group) if (claim !== undefined) this.receipts.release(claim);
-          // A call that failed may still have given its tokens back.
+          // A call that failed may still have given its tokens back (its claim stays drawn).
           tokensReturned(this, group);
         }
       }),
@@ -283,6 +277,14 @@ export class RedisStore implements BucketStore {
     } finally {
       tokensReturned(this, [{ bucket, key }]);
     }
+  }
+
+  /**
+   * Closes the store's own connection (the client stays open; ending the
+   * client closes it too). A later call opens it again.
+   */
+  async close(): Promise<void> {
+    this.connection.close();
   }
 
   private oneSlot(tags: readonly string[]): boolean {
@@ -524,6 +526,14 @@ export class RedisStore implements BucketStore {
       throw error;
     }
   }
+}
+
+/** The ids that appear more than once. */
+function repeated(ids: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const twice = new Set<string>();
+  for (const id of ids) (seen.has(id) ? twice : seen).add(id);
+  return twice;
 }
 
 /**
