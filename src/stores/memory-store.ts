@@ -167,8 +167,12 @@ export class MemoryStore implements BucketStore {
       if (result.changed) this.write(id, result.state);
       byPair.set(id, result.remaining);
     }
-    tokensReturned(this, requests);
-    return requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
+    const left = requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
+    tokensReturned(
+      this,
+      requests.map(({ bucket, key }, i) => ({ bucket, key, left: left[i] })),
+    );
+    return left;
   }
 
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {

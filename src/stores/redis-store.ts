@@ -251,12 +251,16 @@ export class RedisStore implements BucketStore {
     await Promise.all(
       slots.map(async (indexes) => {
         const group = indexes.map((i) => pairs[i]!);
+        let left: number[] | undefined;
         try {
-          const { remaining } = await this.runRefund(group.map((p) => ({ ...p, key: p.receipt })));
-          group.forEach((pair, j) => (pair.remaining = remaining[j]!));
+          ({ remaining: left } = await this.runRefund(group.map((p) => ({ ...p, key: p.receipt }))));
+          group.forEach((pair, j) => (pair.remaining = left![j]!));
         } finally {
           // A call that failed may still have given its tokens back (its claim stays drawn).
-          tokensReturned(this, group);
+          tokensReturned(
+            this,
+            group.map((pair, j) => ({ bucket: pair.bucket, key: pair.key, left: left?.[j] })),
+          );
         }
       }),
     );
