@@ -111,7 +111,7 @@ describe.each(['Redis', 'Redis Cluster'] as const)('two RedisStores on one key o
           /** Per store: its takes before another store's reset may still be in its chain. */
           const voided = [false, false];
           /** Per store: what it took and has not asked back, as the application sees it (across resets). */
-          const owedBy = [0n, 0n];
+          const owedBy: [bigint, bigint] = [0n, 0n];
           const log: string[] = [];
           for (const step of steps) {
             const store = stores[step.by];
@@ -129,7 +129,7 @@ describe.each(['Redis', 'Redis Cluster'] as const)('two RedisStores on one key o
               }
             } else if (step.kind === 'refund') {
               const own = takes.filter((t) => t.by === step.by);
-              const tokens = Number((owedBy[step.by]! * BigInt(step.share)) / 1000n);
+              const tokens = Number((owedBy[step.by] * BigInt(step.share)) / 1000n);
               owedBy[step.by] -= BigInt(tokens);
               await store.refund(bucket, key, tokens);
               log.push(`store ${step.by} refunds ${tokens}`);

@@ -49,6 +49,11 @@ export class OwnConnection {
     owners.add(new WeakRef(this));
   }
 
+  /** The connection when it is open and nothing need be awaited (the common case, without a promise). */
+  now(): Redis | Cluster | undefined {
+    return this.#ready === undefined ? this.#own : undefined;
+  }
+
   /** The connection, opened on first use; once it has been ready, a command sent while it is down fails as the client's would. */
   async get(): Promise<Redis | Cluster> {
     if (this.#own === undefined) {

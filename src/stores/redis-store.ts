@@ -522,7 +522,7 @@ export class RedisStore implements BucketStore {
 
   private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
-      return await script.run(await this.connection.get(), keys, args);
+      return await script.run(this.connection.now() ?? (await this.connection.get()), keys, args);
     } catch (error) {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
