@@ -54,6 +54,15 @@ export class OwnConnection {
     return this.#ready === undefined ? this.#own : undefined;
   }
 
+  /**
+   * Opens the connection now (it connects as the client does: at once, or on
+   * first use with `lazyConnect`), so that the first call does not wait for
+   * the handshake. A client that has ended opens it on first use, if ever.
+   */
+  open(): void {
+    if (this.#own === undefined && this.client.status !== 'end') void this.get().catch(() => undefined);
+  }
+
   /** The connection, opened on first use; once it has been ready, a command sent while it is down fails as the client's would. */
   async get(): Promise<Redis | Cluster> {
     if (this.#own === undefined) {

@@ -110,6 +110,7 @@ export class RedisStore implements BucketStore {
     this.resetLua = resetScript;
     this.receipts = new ReceiptBook(maxReceipts);
     this.connection = new OwnConnection(client);
+    this.connection.open();
   }
 
   /** The Redis key of one (bucket, key) pair. */
