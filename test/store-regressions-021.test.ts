@@ -35,19 +35,20 @@ async function holds(store: MemoryStore | RedisStore, bucket: TokenBucket, key: 
 describe('a take whose reply arrives after a reset', () => {
   let server: RedisServerProcess;
   let proxy: FaultProxy;
+  let proxied: Redis;
   beforeAll(async () => {
     server = await startRedisServer();
     proxy = await startFaultProxy(server);
+    proxied = redisClient(proxy.url);
   });
   afterAll(async () => {
+    await proxied?.quit();
     await proxy?.close();
     await server?.stop();
   });
 
   it('is not given back by a later refund (0.2 gave back tokens others took after the reset)', async () => {
     const prefix = uniquePrefix('reset race');
-    const proxied = redisClient(proxy.url);
-    clients.push(proxied);
     const store = new RedisStore(proxied, { prefix });
     const other = new RedisStore(redis('Redis'), { prefix });
     const api = hourly('api', 10);
