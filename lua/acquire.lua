@@ -51,7 +51,8 @@ until it would fit):
 Every request counts what the requests before it in the call asked of the
 same key. A stored value that is a number beyond a full refill from now (or
 NaN) reads as an empty bucket and is rewritten as one; any other foreign
-value is an error naming the key.
+value, and a key of another type, is an error naming the key, and nothing
+is written.
 --]]
 
 local EXACT = 9007199254740992 -- 2^53
@@ -78,10 +79,13 @@ if n == 1 and (argc == 3 or argc == 4) then
   -- Nothing a caller sends can mint: whole numbers, none negative (else the general path names the bad one).
   if cap >= 0 and cost >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and cost % 1 == 0 and T % 1 == 0 and P % 1 == 0 and F < EXACT then
     local key = KEYS[1]
-    local v = redis.call('GET', key)
+    -- pcall: a key of another type is an error naming the key, not Redis's bare WRONGTYPE
+    local v = redis.pcall('GET', key)
     local L = F -- level now
     local clean = true
-    if v then
+    if type(v) == 'table' then
+      clean = false -- the general path names the key
+    elseif v then
       local at = tonumber(v)
       local r = 0
       if not at then
@@ -137,7 +141,8 @@ if n == 1 and (argc == 3 or argc == 4) then
 elseif (argc == 3 * n or argc == 4 * n) and n > 1 and n <= 1000 then
   -- Several: decide every one first (whole tokens left in `out`, the deficit
   -- to store in place of the value read), then write.
-  local values = redis.call('MGET', unpack(KEYS))
+  -- GET each rather than MGET: MGET reads a key of another type as nil, a full bucket
+  local values = {}
   local out = {1}
   local ok = true
   local stride = argc / n
@@ -157,8 +162,12 @@ elseif (argc == 3 * n or argc == 4 * n) and n > 1 and n <= 1000 then
       break
     end
     local L = F
-    local v = values[i]
-    if v then
+    local v = redis.pcall('GET', KEYS[i])
+    values[i] = false
+    if type(v) == 'table' then
+      ok = false -- another type: the general path names the key
+      break
+    elseif v then
       local at = tonumber(v)
       local r = 0
       if not at then
@@ -231,8 +240,16 @@ else
   end
 end
 
-local values
-if n == 1 then values = {redis.call('GET', KEYS[1])} else values = redis.call('MGET', unpack(KEYS)) end
+-- GET each key (MGET would read a key of another type as nil, a full bucket): another type is an
+-- error naming the key, before anything is written.
+local values = {}
+for i = 1, n do
+  local v = redis.pcall('GET', KEYS[i])
+  if type(v) == 'table' then
+    return redis.error_reply('ERR token bucket: key ' .. KEYS[i] .. ' does not hold a token bucket state (' .. tostring(v.err) .. ')')
+  end
+  values[i] = v
+end
 
 -- Per key, at the index j of the first request naming it, s[k+1..k+14] with k = 14(j-1):
 --   1 level (level units; huge: whole µs of refill time)   2 huge: its 1/T µs part, else false

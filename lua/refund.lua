@@ -6,7 +6,8 @@ refill then consumes the deficit from the front. A store may give back only
 what of its takes is still ahead of now. The caller bounds that with X: for
 each take it draws from, a time E by which that take has refilled however
 the bucket is shared (whatever anyone took or gave back since), and the
-refill time S it draws from that take. What is given back is at most the
+refill time S it draws from that take; a take made before the bucket's
+latest reset gives nothing back (the reset gave it back). What is given back is at most the
 sum over them of min(S, E - now), at most the tokens asked, and at most the
 deficit: the bucket ends no fuller than it would be had those tokens never
 been taken. A deficit beyond a full refill (a capacity lowered since, or a
@@ -16,13 +17,15 @@ tokens not been taken.
 
 Same units as acquire.lua: a token is P level units, a µs of refill T units.
 
-KEYS[i]                  the bucket's key of request i
+KEYS[2i-1]               the bucket's key of request i
+KEYS[2i]                 its reset mark (reset.lua): when it was last reset, µs, while takes
+                         from before then could still be given back
 ARGV[5i-4]   capacity    tokens, integer >= 0
 ARGV[5i-3]   T           tokens per period, reduced, integer >= 1
 ARGV[5i-2]   P           period in µs, reduced, integer >= 1
 ARGV[5i-1]   tokens      tokens to give back, integer >= 0
-ARGV[5i]     X           `E;S,E;S,...` (E: `A` or `A+num/den` µs; S: the same, a duration), or
-                         a single `E` (S: the tokens' refill time), or 0: nothing to give back
+ARGV[5i]     X           `E;S;t,E;S;t,...` per take drawn from (E: `A` or `A+num/den` µs; S: the
+                         same, a duration; t: the take's Redis TIME, µs), or 0: nothing to give back
 ARGV[5n+1..]             for each request with capacity * P >= 2^53, in order: capacity and
                          tokens as times: qF rF qK rK (µs, 1/T µs)
 
@@ -32,8 +35,8 @@ in request i's bucket after it, and the refill time it gave back (`Q` or
 --]]
 
 local EXACT = 9007199254740992 -- 2^53
-local n = #KEYS
-if #ARGV < 5 * n then
+local n = #KEYS / 2
+if n % 1 ~= 0 or #ARGV < 5 * n then
   return redis.error_reply('ERR token bucket refund: expected 5 arguments per key, got ' .. #ARGV .. ' for ' .. n .. ' keys')
 end
 local clock = redis.call('TIME')
@@ -58,8 +61,23 @@ local function time(text, T)
   return at, r
 end
 
+-- Every key read before anything is written: a key of another type, or a string that is not a
+-- bucket state, is an error naming the key, and no refund of the call is applied.
+local values = {}
 for i = 1, n do
-  local key = KEYS[i]
+  local key = KEYS[2 * i - 1]
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' or (v and not tonumber(v) and not string.match(v, '^%d+%+%d+/%d+$')) then
+    return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
+  end
+  values[i] = v
+end
+
+for i = 1, n do
+  local key = KEYS[2 * i - 1]
+  -- a mark that is not a time (another type, a foreign string): as if reset now, nothing given back
+  local mark = redis.pcall('GET', KEYS[2 * i])
+  local reset = mark and (tonumber(mark) or now)
   local b = 5 * i - 4
   local cap, T, P, tokens = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
   if not (cap and T and P and tokens and cap >= 0 and T >= 1 and P >= 1 and tokens >= 0
@@ -81,7 +99,7 @@ for i = 1, n do
 
   -- The bucket's deficit: q µs + r/T µs from now; a part of a unit rounded toward empty.
   local q, r = -1, 0
-  local v = redis.call('GET', key)
+  local v = values[i]
   if v then
     local at = tonumber(v)
     if not at then
@@ -97,28 +115,29 @@ for i = 1, n do
   end
   if q < 0 then q, r = 0, 0 end
 
-  -- The bound: xq µs + xr/T µs, the sum over X's takes of min(S, E - now); parts of a unit rounded down.
+  -- The bound: xq µs + xr/T µs, the sum over X's takes of min(S, E - now); parts of a unit rounded
+  -- down. A take at or before the latest reset (its mark R, µs) has nothing left to give back.
   local xq, xr = 0, 0
   local x = ARGV[b + 4]
   if x ~= '0' then
-    local list = string.find(x, ';', 1, true)
-    local e, s, from = x, nil, 1
+    local from = 1
     repeat
-      if list then e, s, from = string.match(x, '^([^,;]+);([^,;]+),?()', from) end
+      local e, s, t
+      e, s, t, from = string.match(x, '^([^,;]+);([^,;]+);(%d+),?()', from)
       local eq, er = time(e, T)
-      local sq, sr = 0, 0
+      local sq, sr
       if s then sq, sr = time(s, T) end
       if not (eq and sq) then
-        return redis.error_reply('ERR token bucket refund ' .. i .. ': the time after the take must be A or A+num/den µs')
+        return redis.error_reply('ERR token bucket refund ' .. i .. ': each take must be E;S;t (E, S: A or A+num/den µs, t: µs)')
       end
-      -- E - now, while it is ahead, and at most S (a single E: the tokens' time, applied below)
+      -- E - now, while it is ahead, and at most S
       eq = eq - now
-      if eq >= 0 and (eq > 0 or er > 0) then
-        if s and (eq > sq or (eq == sq and er > sr)) then eq, er = sq, sr end
+      if eq >= 0 and (eq > 0 or er > 0) and not (reset and tonumber(t) <= reset) then
+        if eq > sq or (eq == sq and er > sr) then eq, er = sq, sr end
         xq, xr = xq + eq, xr + er
         if xr >= T then xq, xr = xq + 1, xr - T end
       end
-    until not list or from > #x
+    until from > #x
   end
 
   local rem

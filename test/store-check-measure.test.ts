@@ -6,6 +6,7 @@ import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { Rate } from '../src/rate.js';
 import type { AcquireRequest, BucketKey } from '../src/stores/bucket-store.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
+import { LuaScript } from '../src/stores/lua-script.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
 import { CLIENT_FAMILIES, familyStore } from './support/client-families.js';
@@ -214,7 +215,7 @@ describe.each(stores)('%s', (name, makeStore) => {
 describe('RedisStore: one store call for every request of one slot', () => {
   it.each(['Redis', 'Redis Cluster'] as const)('acquireAll with measured requests and checkAll make one script call on %s', async (kind) => {
     const store = redisStore(kind);
-    const calls = vi.spyOn(store.client, 'evalsha');
+    const calls = vi.spyOn(LuaScript.prototype, 'run');
     const api = slow('one-call-api', 10);
     const meter = slow('one-call-meter', 1);
     await store.acquireAll([

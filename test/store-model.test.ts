@@ -229,8 +229,8 @@ const memoryScenario: fc.Arbitrary<Scenario & { start: number }> = fc
   .chain((definitions) =>
     fc.record({
       definitions: fc.constant(definitions),
-      // 1970, today, 2049 and 2096: epoch-scale µs up to ~2^52
-      start: fc.constantFrom(0, 1_000_000, NOW_MS, 2_500_000_000_000, 4_000_000_000_000),
+      // 1970, today and 2049: epoch-scale µs (MemoryStore refuses a clock whose full refill would end past 2^53 µs)
+      start: fc.constantFrom(0, 1_000_000, NOW_MS, 2_000_000_000_000, 2_500_000_000_000),
       steps: fc.array(stepArbitrary(definitions, memoryAdvance(definitions), true), { maxLength: 40 }),
     }),
   );
@@ -306,7 +306,7 @@ describe('MemoryStore at random definitions and epoch-scale clocks', () => {
     await fc.assert(
       fc.asyncProperty(
         definitionArbitrary,
-        fc.constantFrom(NOW_MS, 2_500_000_000_000, 4_000_000_000_000),
+        fc.constantFrom(NOW_MS, 2_000_000_000_000, 2_500_000_000_000),
         fc.double({ min: 0, max: 1, noNaN: true }),
         async (d, start, share) => {
           let now = start;

@@ -156,7 +156,11 @@ describe(`${PROCESSES} processes × ${ATTEMPTS} concurrent acquires`, () => {
 
     const store = new RedisStore(client, { prefix });
     expect(await holds(store, new TokenBucket('small', 200, Rate.perHour(1)), 'alice')).toBe(200 - admitted);
-    expect(await holds(store, new TokenBucket('large', 300, Rate.perHour(1)), 'bob')).toBe(300 - admitted);
+    // A give-back is bounded by its take's own refill: it gives back what refilled while its
+    // operation ran (a few ms of one token an hour) less than was taken, never more. Together less than a token.
+    const large = await holds(store, new TokenBucket('large', 300, Rate.perHour(1)), 'bob');
+    expect(large).toBeLessThanOrEqual(300 - admitted);
+    expect(large).toBeGreaterThanOrEqual(300 - admitted - 1);
     // At least 300 calls get past the large bucket (holds are only ever given back), so all
     // 200 of the small one's tokens go: a give-back never costs an admission here.
     expect(admitted).toBe(200);

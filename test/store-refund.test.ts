@@ -6,6 +6,7 @@ import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { Rate } from '../src/rate.js';
 import type { BucketKey } from '../src/stores/bucket-store.js';
 import { MemoryStore } from '../src/stores/memory-store.js';
+import { LuaScript } from '../src/stores/lua-script.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
 import { CLIENT_FAMILIES, familyClient, sharedTarget } from './support/client-families.js';
@@ -291,7 +292,7 @@ describe('RedisStore.refundAll', () => {
       { bucket: b, key: 'alice', cost: 5 },
       { bucket: a, key: 'bob', cost: 5 },
     ]);
-    const calls = vi.spyOn(client, 'evalsha');
+    const calls = vi.spyOn(LuaScript.prototype, 'run');
     expect(
       await store.refundAll([
         { bucket: a, key: 'alice', cost: 5 },

@@ -278,8 +278,8 @@ describe.each(subjects.slice(1))('%s in Redis', (_name, makeSubject) => {
     await expect(redis.eval(source, 1, key, '1', 10)).rejects.toThrow(/expected a mode and 4 arguments per key/);
     await expect(redis.eval(source, 1, key, 10, 1, 1000, -5)).rejects.toThrow(/must be whole numbers .* got 10, 1, 1000, -5/);
     await expect(redis.eval(source, 1, key, 10, 1000, -5)).rejects.toThrow(/must be whole numbers .* got 10, 1, 1000, -5/);
-    await expect(redis.eval(refund, 1, key, 10, 1, 1000, -5, '0')).rejects.toThrow(/must be whole numbers/);
-    await expect(redis.eval(refund, 1, key, 10, 1, 1000, 5, 'soon')).rejects.toThrow(/the time after the take must be/);
+    await expect(redis.eval(refund, 2, key, `${key}!reset`, 10, 1, 1000, -5, '0')).rejects.toThrow(/must be whole numbers/);
+    await expect(redis.eval(refund, 2, key, `${key}!reset`, 10, 1, 1000, 5, 'soon')).rejects.toThrow(/each take must be E;S;t/);
     expect(await redis.exists(key)).toBe(0);
     // A bucket of 10 spent down to 2, then a negative cost: still 2.
     const bucket = new TokenBucket('lua', 10, Rate.perHour(1));

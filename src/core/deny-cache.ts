@@ -216,12 +216,24 @@ export class DenyCache {
     return a.bucket.name === b.bucket.name && keyString(a.key) === keyString(b.key);
   }
 
-  /** Tokens came back to the pair (a refund, or the store admitted what was remembered as short): forget it. */
-  forget(bucket: TokenBucket, key: BucketKey): void {
+  /**
+   * Tokens came back to the pair (a refund or a reset): a remembered denial
+   * no longer holds. `left`, when the store said it, is the whole tokens the
+   * bucket held after the refund: it replaces what an admission left (a
+   * denial of another bucket still waits for this one's level), read as of
+   * now, the latest the store can have read it.
+   */
+  forget(bucket: TokenBucket, key: BucketKey, left?: number): void {
     if (this.entries.size === 0 && this.drained.size === 0 && this.inFlight === 0) return;
     const id = pairId(bucket, key);
     this.entries.delete(id);
+    const level = this.drained.get(id);
     this.drained.delete(id);
+    if (left !== undefined && level !== undefined && left < bucket.capacity && sameDefinition(level.bucket, bucket)) {
+      const answeredAt = this.now();
+      const fullBy = answeredAt + ((bucket.capacity - left) * bucket.rate.periodUs) / bucket.rate.tokens / 1000;
+      this.drained.set(id, { bucket, remaining: left, answeredAt, fullBy });
+    }
     if (this.inFlight === 0) return;
     this.returns.delete(id);
     if (this.returns.size >= this.maxEntries) {
@@ -302,6 +314,7 @@ export class DenyCache {
 function pairId(bucket: TokenBucket, key: BucketKey): string {
   const id = keyString(key);
   if (id.length <= LONGEST_KEPT_KEY) return `${bucket.name}\u0000${id}`;
-  // A different separator keeps a hashed key from meeting a short key equal to its digest.
-  return `${bucket.name}\u0001${createHash('sha256').update(id).digest('base64')}`;
+  // A different separator keeps a hashed key from meeting a short key equal to its digest. Hashed
+  // over UTF-16 code units, as the stores' keys are: UTF-8 would turn every lone surrogate into U+FFFD.
+  return `${bucket.name}\u0001${createHash('sha256').update(id, 'utf16le').digest('base64')}`;
 }

@@ -409,9 +409,10 @@ export class Limiter<TContext> {
   /**
    * Tokens came back to a (bucket, identity) pair through this limiter (a
    * refund): a denial this replica remembers for it no longer holds.
+   * `left`: the whole tokens the bucket holds after, when the store said.
    */
-  tokensReturned(bucket: TokenBucket, key: BucketKey): void {
-    this.denials?.forget(bucket, key);
+  tokensReturned(bucket: TokenBucket, key: BucketKey, left?: number): void {
+    this.denials?.forget(bucket, key, left);
   }
 
   /**

@@ -86,7 +86,7 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
     return { actualCosts, remaining: decision.remaining };
   }
   // A denial this replica remembers for these pairs may no longer hold.
-  for (const { bucket, key } of refunds) limiter.tokensReturned(bucket, key);
+  refunds.forEach(({ bucket, key }, r) => limiter.tokensReturned(bucket, key, after?.[r]));
   const remaining = [...decision.remaining];
   indexes.forEach((i, r) => {
     // The store says what the bucket holds now; a store that does not, what it

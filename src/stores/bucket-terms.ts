@@ -21,6 +21,8 @@ export interface BucketTerms {
   readonly huge: boolean;
   /** For a huge bucket, a full refill as [whole µs, units of 1/tokens µs]. */
   readonly fullTime: readonly [number, number];
+  /** A full refill in whole µs, rounded up: how far ahead of now a state can lie. */
+  readonly refillUs: number;
 }
 
 const cache = new WeakMap<TokenBucket, BucketTerms>();
@@ -39,7 +41,8 @@ export function termsOf(bucket: TokenBucket): BucketTerms {
     const period = bucket.rate.periodUs / divisor;
     const full = bucket.capacity * period;
     const huge = !(full < EXACT);
-    terms = { capacity: bucket.capacity, tokens, period, full, huge, fullTime: huge ? exactTime(bucket.capacity, tokens, period) : [0, 0] };
+    const [q, r] = exactTime(bucket.capacity, tokens, period);
+    terms = { capacity: bucket.capacity, tokens, period, full, huge, fullTime: huge ? [q, r] : [0, 0], refillUs: r === 0 ? q : q + 1 };
     cache.set(bucket, terms);
   }
   return terms;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ScriptClient } from './redis-client.js';
 
 /** Finds `lua/` whether this file runs from `src/stores` or `dist/src/stores`. */
 function luaDirectory(): string {
@@ -26,5 +27,9 @@ export class LuaScript {
   constructor(fileName: string) {
     this.source = readFileSync(join(luaDirectory(), fileName), 'utf8');
     this.sha = createHash('sha1').update(this.source).digest('hex');
+  }
+
+  run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return client.runScript(this, keys, args);
   }
 }

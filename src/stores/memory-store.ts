@@ -1,4 +1,4 @@
-import type { TokenBucket } from '../token-bucket.js';
+import { TokenBucket } from '../token-bucket.js';
 import type { StoredState } from './bucket-arithmetic.js';
 import { levelAfterTake, runAcquire, runRefund, stateOfLevel } from './bucket-arithmetic.js';
 import type { CallRequest, CallResult } from './bucket-arithmetic.js';
@@ -33,6 +33,14 @@ export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const systemClock = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * Every time the arithmetic handles must stay an exact double: below 2^53
+ * µs (the year 2255). A bucket's state is the time it is full again, up to
+ * a full refill ahead of the clock (at most 100 years, `MAX_REFILL_YEARS`),
+ * so a clock reading plus the bucket's full refill must stay below it.
+ */
+const EXACT_US = 2 ** 53;
 
 /**
  * Token buckets in this process's memory: the same semantics and the same
@@ -84,7 +92,7 @@ export class MemoryStore implements BucketStore {
     assertBucket(bucket);
     assertCost(cost, bucket);
     const id = pairKey(bucket, keyString(key));
-    const now = this.nowUs();
+    const now = this.nowFor(bucket);
     if (now >= this.nextSweep) this.sweep(now);
     const terms = termsOf(bucket);
     const L = levelAfterTake(terms, cost, this.read(id, now), now);
@@ -101,7 +109,7 @@ export class MemoryStore implements BucketStore {
   async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
     const keys = validateRequests(requests);
     if (requests.length === 0) return { allowed: true, remaining: [] };
-    const now = this.nowUs();
+    const now = this.nowFor(requests);
     const quick = this.takeAll(requests, keys, now);
     if (quick !== undefined) return { allowed: true, remaining: quick };
     const order = measuredLast(requests);
@@ -109,9 +117,13 @@ export class MemoryStore implements BucketStore {
     const result = this.run(requests, keys, order, enforced, false, now);
     if (result.flag === 0) return denial(shortOf(result, order), unorder(result.remaining, order));
     const remaining = unorder(result.remaining, order);
+    const ids = requests.map(({ bucket }, i) => pairKey(bucket, keys[i]!));
     order.forEach((index, position) => {
       const { bucket, cost } = requests[index]!;
-      if (result.fullAt[position] && cost > 0) this.remember(pairKey(bucket, keys[index]!), termsOf(bucket), cost, now);
+      const id = ids[index]!;
+      // from a full bucket: it left the capacity less this request (unknown for a pair asked for twice)
+      const fromFull = remaining[index] === bucket.capacity - cost && ids.indexOf(id) === ids.lastIndexOf(id);
+      if (result.fullAt[position] && cost > 0) this.receipts.record(id, termsOf(bucket), cost, now, fromFull);
     });
     if (result.flag === 2) {
       const wouldDeny = shortOf(result, order);
@@ -125,7 +137,7 @@ export class MemoryStore implements BucketStore {
     const keys = validateRequests(requests, 'checkAll');
     if (requests.length === 0) return checked([], []);
     const order = requests.map((_, i) => i);
-    const result = this.run(requests, keys, order, requests.length, true, this.nowUs());
+    const result = this.run(requests, keys, order, requests.length, true, this.nowFor(requests));
     return checked(shortOf(result, order), result.remaining);
   }
 
@@ -144,20 +156,23 @@ export class MemoryStore implements BucketStore {
    */
   async refundAll(requests: readonly AcquireRequest[]): Promise<number[]> {
     const keys = validateRequests(requests, 'refundAll');
-    const now = this.nowUs();
+    const now = this.nowFor(requests);
     const byPair = new Map<string, number>();
     for (const { id, bucket, tokens } of refundPairs(requests, keys)) {
       const terms = termsOf(bucket);
-      const claim = this.receipts.claim(id, terms, tokens, now);
+      const claim = this.receipts.claim(id, terms, tokens);
       const given = claim === undefined ? 0 : tokens;
       const step = { id, terms, tokens: given, tokensTime: terms.huge ? timeOf(given, terms) : ([0, 0] as const), bound: claim?.bound ?? [] };
       const result = runRefund(step, this.read(id, now), now);
       if (result.changed) this.write(id, result.state);
-      if (claim !== undefined) this.receipts.settle(claim, result.given);
       byPair.set(id, result.remaining);
     }
-    tokensReturned(this, requests);
-    return requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
+    const left = requests.map(({ bucket }, i) => byPair.get(pairKey(bucket, keys[i]!)) ?? 0);
+    tokensReturned(
+      this,
+      requests.map(({ bucket, key }, i) => ({ bucket, key, left: left[i] })),
+    );
+    return left;
   }
 
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
@@ -208,12 +223,7 @@ export class MemoryStore implements BucketStore {
   /** Keeps a bucket left at level `L` after taking `cost`, and the receipt for a refund. */
   private take(id: string, terms: BucketTerms, L: number, cost: number, now: number): void {
     this.write(id, stateOfLevel(terms, L, now));
-    this.remember(id, terms, cost, now);
-  }
-
-  /** Notes `cost` tokens taken from `id` at `now` µs, for a refund. */
-  private remember(id: string, terms: BucketTerms, cost: number, now: number): void {
-    this.receipts.record(id, terms, cost, now, now);
+    this.receipts.record(id, terms, cost, now, L + cost * terms.period === terms.full);
   }
 
   private run(
@@ -248,10 +258,25 @@ export class MemoryStore implements BucketStore {
 
   private nowUs(): number {
     const ms = this.now();
-    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
-      throw new RangeError(`MemoryStore clock returned ${String(ms)}; it must return milliseconds since the epoch`);
+    const us = typeof ms === 'number' ? Math.round(ms * 1000) : NaN;
+    if (!(us >= 0 && us < EXACT_US)) {
+      throw new RangeError(`MemoryStore clock returned ${String(ms)}; it must return milliseconds since the epoch, below 2^53 µs (where its arithmetic is exact)`);
     }
-    return Math.round(ms * 1000);
+    return us;
+  }
+
+  /** The clock, refused where a state of these buckets would lie beyond the exact range. */
+  private nowFor(of: TokenBucket | readonly { bucket: TokenBucket }[]): number {
+    const now = this.nowUs();
+    const refuse = (bucket: TokenBucket): never => {
+      throw new RangeError(`MemoryStore clock returned ${now / 1000} ms: bucket "${bucket.name}" would be full again beyond 2^53 µs, where its arithmetic is not exact`);
+    };
+    if (of instanceof TokenBucket) {
+      if (!(now + termsOf(of).refillUs < EXACT_US)) refuse(of);
+    } else {
+      for (const { bucket } of of) if (!(now + termsOf(bucket).refillUs < EXACT_US)) refuse(bucket);
+    }
+    return now;
   }
 
   private sweep(nowUs: number): void {

@@ -5,180 +5,63 @@ import type { FullAt } from './full-at.js';
 /** Default of `maxReceipts`: how many (bucket, key) pairs a store remembers its takes of, for refunds. */
 export const DEFAULT_MAX_RECEIPTS = 10_000;
 
-/** Takes of one pair kept apart; beyond this the latest two are merged into a run. */
-const TAKES_PER_PAIR = 16;
-
 /**
- * A time or a duration of `at` + `num`/den µs (0 <= num < den), den being
- * its pair's tokens per period: every time of one pair shares it.
+ * What a store took of one pair and has not given back, as one chain: its
+ * takes one after the other in the bucket, each starting when the one
+ * before ends or when it is taken, whichever is later. Times are `at` +
+ * `num`/`tokens` µs on the store's clock (Redis TIME).
  */
-interface Time {
-  at: number;
-  num: number;
-}
-
-/**
- * One take a store may still give back, its times kept as plain numbers (a
- * take is noted on every acquire): `end`, `left` and `start` read and write
- * them as `Time`s.
- */
-class Take {
+interface Chain {
+  /** When the chain's tokens have all refilled at the earliest, however the bucket is shared. */
   endAt: number;
   endNum: number;
-  leftAt: number;
-  leftNum: number;
-  startAt = 0;
-  startNum = 0;
-  run = false;
-
-  constructor(endAt: number, endNum: number, leftAt: number, leftNum: number) {
-    this.endAt = endAt;
-    this.endNum = endNum;
-    this.leftAt = leftAt;
-    this.leftNum = leftNum;
-  }
-
-  /**
-   * A time by which this take's tokens have all refilled, however the bucket
-   * is shared: had everything ahead of them been given back at once, they
-   * would refill from when they were taken. Never later than that.
-   */
-  get end(): Time {
-    return { at: this.endAt, num: this.endNum };
-  }
-
-  set end(t: Time) {
-    this.endAt = t.at;
-    this.endNum = t.num;
-  }
-
-  /** The refill time of this take's tokens not given back yet. */
-  get left(): Time {
-    return { at: this.leftAt, num: this.leftNum };
-  }
-
-  set left(t: Time) {
-    this.leftAt = t.at;
-    this.leftNum = t.num;
-  }
-
-  /**
-   * For takes merged into a run (several operations' tokens, one after the
-   * other in the bucket, or earlier): the earliest any of them may start
-   * refilling. A refund is then bounded from the run's front, as if it were
-   * for the operation there, which owes the least.
-   */
-  get start(): Time | undefined {
-    return this.run ? { at: this.startAt, num: this.startNum } : undefined;
-  }
-
-  set start(t: Time | undefined) {
-    this.run = t !== undefined;
-    this.startAt = t?.at ?? 0;
-    this.startNum = t?.num ?? 0;
-  }
-}
-
-interface Pair {
-  /** By `end`, earliest first. */
-  takes: Take[];
-  /** The rate the takes were taken at, reduced: `tokens` every `period` µs. `tokens` is every time's denominator. */
+  /** When its earliest take was taken: a reset since (lua/reset.lua's mark) voids the chain. */
+  since: number;
+  /** The latest take's time: a reply overtaken by a later one does not restart the chain. */
+  latest: number;
+  /** The rate the takes were taken at, reduced: `tokens` every `period` µs. */
   tokens: number;
   period: number;
-  /** µs on the store's clock: the time of the latest take applied, to tell a reply overtaken by a later one's. */
-  latest: number;
-  /** µs on this process's clock when that take's answer came: the store's clock is at least `latest` + the time since. */
-  seen: number;
-  /** Claims not yet settled or released: while there are any, takes are not reused. */
-  claims: number;
 }
 
-/** What a refund may give back: over the takes it draws from, at most min(share, end - now) of each. */
+/** What a refund may give back (lua/refund.lua's X): at most `share`, and nothing past `end`. */
 export interface Claim {
-  /** The takes drawn from, earliest first (lua/refund.lua's X). */
-  bound: { end: FullAt; share: FullAt }[];
-  /** The takes the claim moved earlier, each by how much, as if it gave back everything it drew. */
-  moved: { take: Take; by: Time }[];
-  pair: Pair;
-  /** Settled or released. */
-  done: boolean;
+  bound: { end: FullAt; share: FullAt; takenAt: number }[];
 }
-
-const EXACT = 2 ** 53;
-
-function less(a: Time, b: Time): boolean {
-  return a.at < b.at || (a.at === b.at && a.num < b.num);
-}
-
-function add(a: Time, b: Time, den: number): Time {
-  const at = a.at + b.at;
-  return a.num >= den - b.num ? { at: at + 1, num: a.num - (den - b.num) } : { at, num: a.num + b.num };
-}
-
-function sub(a: Time, b: Time, den: number): Time {
-  const at = a.at - b.at;
-  return a.num < b.num ? { at: at - 1, num: a.num + (den - b.num) } : { at, num: a.num - b.num };
-}
-
-/** `num`/`from` µs in units of 1/`to` µs, rounded down (a time only ever moves earlier). */
-function convert(num: number, from: number, to: number): number {
-  if (num === 0 || from === to) return num;
-  const product = num * to;
-  return product < EXACT ? Math.floor(product / from) : Number((BigInt(num) * BigInt(to)) / BigInt(from));
-}
-
-const sameRate = (pair: Pair, terms: BucketTerms): boolean => pair.tokens === terms.tokens && pair.period === terms.period;
-
-/** True when `t` has passed at `now` (whole µs). */
-const passed = (t: Time, now: number): boolean => t.at < now || (t.at === now && t.num === 0);
 
 /**
  * The takes a store may give back, per (bucket, key) pair, so that a refund
  * never makes a bucket fuller than it would be had the tokens it gives back
  * never been taken.
  *
- * Refill consumes a bucket's deficit from the front. Of one take's tokens,
- * what is still outstanding depends on what lies ahead of them, which other
- * processes change: their refunds move this store's takes forward. So each
- * take is bounded by the worst case, its `end`: when it would be refilled
- * were the deficit ahead of it gone, that is, were this store's takes alone
- * in the bucket (a take starts when the store's previous one ends, or when
- * it is taken).
+ * Refill consumes a bucket's deficit from the front, and a store's takes of
+ * a pair lie in it one behind the other (other processes' takes between
+ * them only push them back). So their tokens have refilled no sooner than
+ * their chain's end: when they would be, were they alone in the bucket. A
+ * refund does not say which take it is for; it is counted from the chain's
+ * end, as if for the latest takes, which lie furthest back and so owe the
+ * most (the counterfactual that is fullest): it gives back at most the
+ * tokens asked and at most what of the chain is still ahead of now
+ * (lua/refund.lua reads now on Redis's clock), and the chain's end moves
+ * earlier by the tokens asked at once, so that a concurrent refund draws on
+ * what is left. Within one process, where every take is in the chain, a
+ * refund is then exact: what refilled meanwhile went to the front of the
+ * bucket, ahead of the tokens given back.
  *
- * A refund does not say which take it is for. It is bounded as if it were
- * for the earliest ones, which refill first and so owe the least: it draws
- * from the earliest take on, and gives back at most, of each take it draws
- * a share from, the share or the time from now to the take's `end`,
- * whichever is less (lua/refund.lua adds these up on Redis's clock).
- * Drawing moves every later take forward by what is drawn ahead of it, at
- * once, so that concurrent refunds see it; when the refund's answer shows
- * that less was given back, they move back by the difference.
- *
- * A take is dropped once its tokens have all refilled. A refund meant for
- * it then draws from the store's later takes of the pair: nothing tells
- * whose tokens they are, only that the store took them and still owes them.
- *
- * Times are kept at the rate of the pair's latest take: a take at another
- * rate (the bucket redefined) starts the pair afresh, and a refund at a rate
- * other than the takes' gives nothing back. Pairs live in two generations of
- * `limit / 2`: when the young one fills, the old one is forgotten, so memory
- * stays bounded. A forgotten take, or a pair `forget`-ten (its bucket reset),
- * is simply not given back.
+ * A take from a full bucket (nothing of the chain is left) starts the chain
+ * afresh, as does a take at another rate; a refund at a rate other than the
+ * chain's gives nothing back. `forget` (a reset) drops the pair, and a reset
+ * by another process voids the chain through its mark. Pairs live in two
+ * generations of `limit / 2`: when the young one fills, the old one is
+ * forgotten, so memory stays bounded; a forgotten take is not given back.
  */
 export class ReceiptBook {
   readonly #limit: number;
-  readonly #slack: number;
-  #young = new Map<string, Pair>();
-  #old = new Map<string, Pair>();
+  #young = new Map<string, Chain>();
+  #old = new Map<string, Chain>();
 
-  /**
-   * `limit` pairs; `slack`: how far apart, in µs, two readings of this
-   * process's clock may be beyond the time that passed between them (its
-   * resolution).
-   */
-  constructor(limit: number, slack = 0) {
+  constructor(limit: number) {
     this.#limit = limit;
-    this.#slack = slack;
   }
 
   /** Pairs remembered. */
@@ -187,149 +70,55 @@ export class ReceiptBook {
   }
 
   /**
-   * Notes `cost` tokens taken from `id` at `now` µs on the store's clock
-   * (Redis TIME), whose answer came at `seen` µs on this process's clock.
+   * Notes `cost` tokens taken from `id` at `now` µs on the store's clock;
+   * `fromFull`: the bucket was full before (so nothing taken before is owed).
    */
-  record(id: string, terms: BucketTerms, cost: number, now: number, seen: number): void {
+  record(id: string, terms: BucketTerms, cost: number, now: number, fromFull: boolean): void {
     if (this.#limit === 0 || cost <= 0) return;
-    const den = terms.tokens;
-    let q = cost * terms.period;
-    let r = 0;
-    if (den !== 1 || !(q < EXACT)) [q, r] = refillTime(cost, terms);
-    const pair = this.#young.get(id) ?? this.#old.get(id);
-    if (pair === undefined) {
-      const takes = [new Take(now + q, r, q, r)];
-      this.#remember(id, { takes, tokens: den, period: terms.period, latest: now, seen, claims: 0 });
+    const [q, r] = refillTime(cost, terms);
+    const chain = this.#young.get(id) ?? this.#old.get(id);
+    if (chain === undefined || chain.tokens !== terms.tokens || chain.period !== terms.period || (fromFull && now >= chain.latest)) {
+      const fresh: Chain = { endAt: now + q, endNum: r, since: now, latest: now, tokens: terms.tokens, period: terms.period };
+      if (chain === undefined) this.#remember(id, fresh);
+      else Object.assign(chain, fresh);
       return;
     }
-    const { takes: held } = pair;
-    const last = held[held.length - 1];
-    if (
-      last === undefined ||
-      last.endAt < now ||
-      (last.endAt === now && last.endNum === 0) ||
-      !sameRate(pair, terms) ||
-      passed(last.end, this.#clock(pair, seen))
-    ) {
-      // nothing outstanding, or another rate: the pair starts afresh
-      const first = held[0];
-      if (first !== undefined && pair.claims === 0 && !first.run) {
-        // no claim in flight refers to it: reused in place
-        first.endAt = now + q;
-        first.endNum = r;
-        first.leftAt = q;
-        first.leftNum = r;
-        if (held.length > 1) held.length = 1;
-      } else {
-        pair.takes = [new Take(now + q, r, q, r)];
-      }
-      if (pair.tokens !== den || pair.period !== terms.period) [pair.tokens, pair.period] = [den, terms.period];
-      pair.latest = now;
-      pair.seen = seen;
+    const T = chain.tokens;
+    if (now < chain.since) chain.since = now;
+    if (now < chain.latest) {
+      // A reply overtaken by a later take's: its tokens lie ahead of that one's, which the chain
+      // counted from its own time. Only its own refill is sure: the chain ends no sooner.
+      if (chain.endAt < now + q || (chain.endAt === now + q && chain.endNum < r)) [chain.endAt, chain.endNum] = [now + q, r];
       return;
     }
-    this.#prune(pair, Math.max(now, this.#clock(pair, seen)));
-    const time: Time = { at: q, num: r };
-    const { takes } = pair;
-    let end: Time;
-    if (now >= pair.latest) {
-      // the store's takes alone in the bucket: this one starts when the latest ends, or now
-      const last = takes[takes.length - 1]!.end;
-      end = add(last.at > now || (last.at === now && last.num > 0) ? last : { at: now, num: 0 }, time, den);
-      pair.latest = now;
-      pair.seen = seen;
-    } else {
-      // a reply overtaken by a later take's: bounded on its own
-      end = add({ at: now, num: 0 }, time, den);
-    }
-    const take = new Take(end.at, end.num, time.at, time.num);
-    let position = takes.length;
-    while (position > 0 && less(end, takes[position - 1]!.end)) position--;
-    takes.splice(position, 0, take);
-    if (takes.length > TAKES_PER_PAIR) {
-      // the latest two merged into a run, from the earlier start to the later end
-      const latest = takes.pop()!;
-      const kept = takes[takes.length - 1]!;
-      const startOf = (t: Take): Time => t.start ?? sub(t.end, t.left, den);
-      const [a, b] = [startOf(kept), startOf(latest)];
-      kept.start = less(a, b) ? a : b;
-      kept.end = less(kept.end, latest.end) ? latest.end : kept.end;
-      kept.left = add(kept.left, latest.left, den);
-    }
+    chain.latest = now;
+    // after the chain's end, or from now if that has passed
+    let at = chain.endAt;
+    let num = chain.endNum;
+    if (at < now || (at === now && num === 0)) [at, num] = [now, 0];
+    num += r;
+    at += q;
+    if (num >= T) [at, num] = [at + 1, num - T];
+    chain.endAt = at;
+    chain.endNum = num;
   }
 
-  /**
-   * Draws a refund of `tokens` from `id`'s takes, earliest first, at `seen`
-   * µs on this process's clock; undefined when nothing is outstanding at the
-   * bucket's rate.
-   */
-  claim(id: string, terms: BucketTerms, tokens: number, seen: number): Claim | undefined {
-    const pair = this.#young.get(id) ?? this.#old.get(id);
-    if (pair === undefined || tokens <= 0 || !sameRate(pair, terms)) return undefined;
-    this.#prune(pair, this.#clock(pair, seen));
-    const { takes } = pair;
-    if (takes.length === 0) return undefined;
-    const den = pair.tokens;
+  /** Draws a refund of `tokens` from `id`'s chain; undefined when nothing is owed at the bucket's rate. */
+  claim(id: string, terms: BucketTerms, tokens: number): Claim | undefined {
+    const chain = this.#young.get(id) ?? this.#old.get(id);
+    if (chain === undefined || tokens <= 0 || chain.tokens !== terms.tokens || chain.period !== terms.period) return undefined;
+    const T = chain.tokens;
     const [q, r] = refillTime(tokens, terms);
-
-    // shares, earliest first
-    const shares: Time[] = [];
-    let wanted: Time = { at: q, num: r };
-    for (const take of takes) {
-      if (wanted.at === 0 && wanted.num === 0) break;
-      const share = less(take.left, wanted) ? take.left : wanted;
-      shares.push(share);
-      wanted = sub(wanted, share, den);
-    }
-    const fullAt = (t: Time): FullAt => ({ at: t.at, num: t.num, den: t.num === 0 ? 1 : den });
-    // a take is drawn from its end (one operation's tokens refill together), a run from its front
-    const bound = shares.map((share, j) => {
-      const { start, end } = takes[j]!;
-      return { end: fullAt(start === undefined ? end : add(start, share, den)), share: fullAt(share) };
-    });
-    // every take from the first drawn from on moves forward by what is drawn up to it (a run's
-    // front by what is drawn ahead of it; runs do not move back)
-    const moved: Claim['moved'] = [];
-    let by: Time = { at: 0, num: 0 };
-    takes.forEach((take, j) => {
-      if (take.start !== undefined) take.start = sub(take.start, by, den);
-      const share = shares[j];
-      if (share !== undefined) {
-        by = add(by, share, den);
-        take.left = sub(take.left, share, den);
-      }
-      take.end = sub(take.end, by, den);
-      if (take.start === undefined) moved.push({ take, by });
-    });
-    pair.takes = takes.filter((take) => take.leftAt > 0 || take.leftNum > 0);
-    pair.claims += 1;
-    return { bound, moved, pair, done: false };
-  }
-
-  /**
-   * After a refund on `claim` gave back `given` of refill time: the takes it
-   * moved by more than that move back by the difference.
-   */
-  settle(claim: Claim, given: FullAt): void {
-    if (claim.done) return;
-    this.release(claim);
-    const { pair, moved } = claim;
-    const den = pair.tokens;
-    const back: Time = { at: given.at, num: convert(given.num, given.den, den) };
-    let changed = false;
-    for (const { take, by } of moved) {
-      if (!less(back, by)) continue;
-      take.end = add(take.end, sub(by, back, den), den);
-      changed = true;
-    }
-    if (changed) pair.takes.sort((a, b) => (less(a.end, b.end) ? -1 : less(b.end, a.end) ? 1 : 0));
-  }
-
-  /** A claim whose refund failed: its takes stay moved (it may have been applied). */
-  release(claim: Claim): void {
-    if (claim.done) return;
-    claim.done = true;
-    claim.pair.claims -= 1;
+    const end: FullAt = { at: chain.endAt, num: chain.endNum, den: chain.endNum === 0 ? 1 : T };
+    const share: FullAt = { at: q, num: r, den: r === 0 ? 1 : T };
+    // the chain without these tokens; past its start, nothing is left (taken ones refill from there)
+    let at = chain.endAt - q;
+    let num = chain.endNum - r;
+    if (num < 0) [at, num] = [at - 1, num + T];
+    if (at < chain.since) [at, num] = [chain.since, 0];
+    chain.endAt = at;
+    chain.endNum = num;
+    return { bound: [{ end, share, takenAt: chain.since }] };
   }
 
   /** Forgets `id`'s takes: after a reset, nothing taken before it is owed. */
@@ -342,26 +131,13 @@ export class ReceiptBook {
     this.#old.clear();
   }
 
-  #remember(id: string, pair: Pair): void {
+  #remember(id: string, chain: Chain): void {
     const half = this.#limit >> 1;
     if (this.#young.size >= Math.max(1, half)) {
       // a limit of 1 keeps no old generation: at most `limit` pairs
       this.#old = half === 0 ? new Map() : this.#young;
       this.#young = new Map();
     }
-    this.#young.set(id, pair);
-  }
-
-  /** The store's clock at `seen` (this process's), at the least: the latest take's time plus what has passed here since. */
-  #clock(pair: Pair, seen: number): number {
-    return pair.latest + Math.max(0, seen - pair.seen - this.#slack);
-  }
-
-  /** Drops the takes whose tokens have all refilled: their `end` has passed at `now` on the store's clock. */
-  #prune(pair: Pair, now: number): void {
-    const { takes } = pair;
-    let dead = 0;
-    while (dead < takes.length && (takes[dead]!.endAt < now || (takes[dead]!.endAt === now && takes[dead]!.endNum === 0))) dead++;
-    if (dead > 0) takes.splice(0, dead);
+    this.#young.set(id, chain);
   }
 }

@@ -2,13 +2,16 @@
 // iovalkey (`Redis`, `Cluster`), and node-redis v5 (`createClient`,
 // `createCluster`). They are told apart by shape, never imported, so the
 // package loads without any of them.
+import { OwnConnection } from './own-connection.js';
 
 /** An ioredis or iovalkey `Redis` or `Cluster`. */
 export interface IoredisLikeClient {
   readonly isCluster: boolean;
+  readonly status: string;
   evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
-  del(...keys: string[]): Promise<number>;
+  /** The store runs its scripts on a duplicate of its own (own-connection.ts). */
+  duplicate(...args: never[]): unknown;
 }
 
 /** Per-call options the store gives node-redis: its default reply types, whatever the client's own mapping. */
@@ -49,8 +52,8 @@ export interface ScriptClient {
    * strings as strings, nil as null, arrays as arrays; an error reply rejects.
    */
   runScript(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
-  /** DEL of one key: how many keys it removed. */
-  del(key: string): Promise<number>;
+  /** Closes what the store opened of its own (the user's client stays open). */
+  close(): void;
 }
 
 const ACCEPTED =
@@ -63,7 +66,7 @@ export function scriptClient(client: unknown): ScriptClient {
   if (client === null || typeof client !== 'object') throw new TypeError(`${ACCEPTED}, got ${client === null ? 'null' : typeof client}`);
   const c = client as Record<string, unknown>;
   // node-redis has evalSha and eval, never evalsha: this is ioredis's shape.
-  if (typeof c['evalsha'] === 'function' && typeof c['eval'] === 'function' && typeof c['del'] === 'function') {
+  if (typeof c['evalsha'] === 'function' && typeof c['eval'] === 'function' && typeof c['duplicate'] === 'function') {
     return ioredisLike(client as IoredisLikeClient);
   }
   if (typeof c['sendCommand'] === 'function') {
@@ -77,18 +80,26 @@ export function scriptClient(client: unknown): ScriptClient {
   throw new TypeError(`${ACCEPTED}, got an object with none of their methods`);
 }
 
+/**
+ * ioredis and iovalkey re-send a command whose reply a dropped connection
+ * lost, by default: the scripts run on a duplicate that never does
+ * (own-connection.ts). node-redis rejects such a command instead.
+ */
 function ioredisLike(client: IoredisLikeClient): ScriptClient {
+  const connection = new OwnConnection(client);
+  connection.open();
   return {
     cluster: client.isCluster === true,
     async runScript(script, keys, args) {
+      const own = connection.now() ?? (await connection.get());
       try {
-        return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+        return await own.evalsha(script.sha, keys.length, ...keys, ...args);
       } catch (error) {
-        if (isNoScript(error)) return await client.eval(script.source, keys.length, ...keys, ...args);
+        if (isNoScript(error)) return await own.eval(script.source, keys.length, ...keys, ...args);
         throw error;
       }
     },
-    del: (key) => client.del(key),
+    close: () => connection.close(),
   };
 }
 
@@ -122,7 +133,7 @@ function nodeRedisClient(client: NodeRedisClient): ScriptClient {
         throw error;
       }
     },
-    del: async (key) => Number(await client.sendCommand(['DEL', key], NODE_REDIS_OPTIONS)),
+    close: () => undefined,
   };
 }
 
@@ -146,9 +157,6 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
         throw error;
       }
     },
-    del: async (key) => {
-      assertOpen(cluster);
-      return Number(await cluster.sendCommand(key, false, ['DEL', key], NODE_REDIS_OPTIONS));
-    },
+    close: () => undefined,
   };
 }

@@ -4,6 +4,7 @@ import type { BucketTerms } from './bucket-terms.js';
 import { termsOf, timeOf } from './bucket-terms.js';
 import type { FullAt } from './full-at.js';
 import { formatFullAt, parseFullAt } from './full-at.js';
+import { refillTime } from './bucket-terms.js';
 import { LuaScript } from './lua-script.js';
 import type { RedisStoreClient, ScriptClient } from './redis-client.js';
 import { scriptClient } from './redis-client.js';
@@ -39,13 +40,13 @@ const NEVER = -1;
 /** No time at all. */
 const NONE: FullAt = { at: 0, num: 0, den: 1 };
 
-/** This process's clock in µs, read as cheaply as a take allows: whole ms (`CLOCK_SLACK_US`). */
-const localUs = (): number => Date.now() * 1000;
-/** `localUs` runs in whole ms: two readings may be up to 1 ms further apart than the time between them. */
-const CLOCK_SLACK_US = 1000;
+
+/** Appended to a bucket's key, its reset mark's (lua/reset.lua): bucket names cannot hold `!`. */
+const RESET_MARK = '!reset';
 
 let acquireScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
+let resetScript: LuaScript | undefined;
 
 /** One script call's answer, by position in the order its requests were sent. */
 interface SlotReply {
@@ -82,11 +83,18 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   readonly prefix: string;
   private readonly acquireLua: LuaScript;
   private readonly refundLua: LuaScript;
+  private readonly resetLua: LuaScript;
   private readonly receipts: ReceiptBook;
+  /** Every script call goes through it; on ioredis and iovalkey, on a connection of the store's own, which never sends a call twice. */
   private readonly redis: ScriptClient;
+  /** Resets sent so far: an acquire notes the count when it is sent. */
+  private resets = 0;
+  /** Per key, the count just after its latest reset was sent, while acquires are in flight. */
+  private readonly resetAfter = new Map<string, number>();
+  /** Acquires sent and not answered. */
+  private inFlight = 0;
 
   constructor(client: Client, options: RedisStoreOptions = {}) {
-    this.redis = scriptClient(client);
     const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
     if (!Number.isSafeInteger(maxReceipts) || maxReceipts < 0) {
       throw new RangeError(`RedisStore option "maxReceipts" must be a non-negative integer, got ${String(maxReceipts)}`);
@@ -95,9 +103,13 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     this.prefix = validatePrefix(options.prefix ?? DEFAULT_PREFIX);
     acquireScript ??= new LuaScript('acquire.lua');
     refundScript ??= new LuaScript('refund.lua');
+    resetScript ??= new LuaScript('reset.lua');
     this.acquireLua = acquireScript;
     this.refundLua = refundScript;
-    this.receipts = new ReceiptBook(maxReceipts, CLOCK_SLACK_US);
+    this.resetLua = resetScript;
+    this.receipts = new ReceiptBook(maxReceipts);
+    // Last: it opens a connection, which nothing above may leave behind by throwing.
+    this.redis = scriptClient(client);
   }
 
   /** The Redis key of one (bucket, key) pair. */
@@ -113,11 +125,17 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     if (terms.huge) return acquireOne(this, bucket, key, cost);
     const redisKeyOf = redisKey(this.prefix, identityTag(keyString(key)), bucket);
     const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
-    const reply = await this.run(this.acquireLua, [redisKeyOf], args);
+    const sent = this.sending();
+    let reply: unknown;
+    try {
+      reply = await this.run(this.acquireLua, [redisKeyOf], args);
+    } finally {
+      this.answered();
+    }
     if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
     const [flag, whole, third] = reply as [number, number | string, number];
     if (flag === 1) {
-      if (cost > 0) this.remember(redisKeyOf, terms, cost, third, localUs());
+      if (cost > 0 && this.notResetSince(redisKeyOf, sent)) this.remember(redisKeyOf, terms, cost, third, Number(whole) === terms.capacity - cost);
       return { allowed: true, remaining: Number(whole) };
     }
     if (flag !== 0) parseAcquireReply(reply, 1, false, false);
@@ -134,23 +152,55 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const keys = validateRequests(requests);
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const tags = keys.map(identityTag);
-    const { admission, takenAt } = this.oneSlot(tags)
-      ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
-      : await this.acquireAcrossSlots(requests, tags);
+    const sent = this.sending();
+    let taken: Taken;
+    try {
+      taken = this.oneSlot(tags)
+        ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
+        : await this.acquireAcrossSlots(requests, tags, sent);
+    } finally {
+      this.answered();
+    }
+    const { admission, takenAt } = taken;
     if (admission.allowed) {
-      const seen = localUs();
+      const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
+      const twice = requests.length > 1 ? repeated(ids) : undefined;
       takenAt.forEach((at, i) => {
         const { bucket, cost } = requests[i]!;
-        if (at !== null && cost > 0) this.remember(redisKey(this.prefix, tags[i]!, bucket), termsOf(bucket), cost, at, seen);
+        const id = ids[i]!;
+        // From a full bucket: it left the capacity less this request (unknown for a pair asked for twice).
+        const fromFull = admission.remaining[i] === bucket.capacity - cost && twice?.has(id) !== true;
+        if (at !== null && cost > 0 && this.notResetSince(id, sent)) this.remember(id, termsOf(bucket), cost, at, fromFull);
       });
     }
     return admission;
   }
 
-  /** Notes `cost` tokens taken from the key `id` at `at` µs (Redis TIME), answered at `seen` (`localUs`), for a refund. */
-  private remember(id: string, terms: BucketTerms, cost: number, at: number, seen: number): void {
+  /** An acquire is sent: what `notResetSince` compares with. */
+  private sending(): number {
+    this.inFlight += 1;
+    return this.resets;
+  }
+
+  private answered(): void {
+    this.inFlight -= 1;
+    if (this.inFlight === 0) this.resetAfter.clear();
+  }
+
+  /**
+   * Whether no reset of `id` was sent after an acquire sent at `sent`. A take
+   * sent before a reset ran before it (one connection, in order), so its
+   * tokens came back with the reset, however late its reply arrives.
+   */
+  private notResetSince(id: string, sent: number): boolean {
+    const after = this.resetAfter.get(id);
+    return after === undefined || after <= sent;
+  }
+
+  /** Notes `cost` tokens taken from the key `id` at `at` µs (Redis TIME), from a full bucket or not, for a refund. */
+  private remember(id: string, terms: BucketTerms, cost: number, at: number, fromFull: boolean): void {
     if (!Number.isSafeInteger(at)) throw new Error(`token bucket script returned an unexpected time: ${String(at)}`);
-    this.receipts.record(id, terms, cost, at, seen);
+    this.receipts.record(id, terms, cost, at, fromFull);
   }
 
   /** What `acquireAll` would answer now; nothing is written. */
@@ -190,28 +240,27 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   async refundAll(requests: readonly AcquireRequest[]): Promise<number[]> {
     const keys = validateRequests(requests, 'refundAll');
     if (requests.length === 0) return [];
-    const seen = localUs();
     const pairs = refundPairs(requests, keys).map((pair) => {
       const tag = identityTag(pair.key);
       const receipt = redisKey(this.prefix, tag, pair.bucket);
-      const claim = this.receipts.claim(receipt, termsOf(pair.bucket), pair.tokens, seen);
-      const bound = claim === undefined ? '0' : claim.bound.map(({ end, share }) => `${formatFullAt(end)};${formatFullAt(share)}`).join(',');
+      const claim = this.receipts.claim(receipt, termsOf(pair.bucket), pair.tokens);
+      const bound = claim === undefined ? '0' : claim.bound.map(({ end, share, takenAt }) => `${formatFullAt(end)};${formatFullAt(share)};${takenAt}`).join(',');
       return { ...pair, receipt, tag, tokens: claim === undefined ? 0 : pair.tokens, bound, claim, remaining: 0 };
     });
     const slots = this.slots(pairs.map((p) => p.tag));
     await Promise.all(
       slots.map(async (indexes) => {
         const group = indexes.map((i) => pairs[i]!);
+        let left: number[] | undefined;
         try {
-          const { remaining, given } = await this.runRefund(group.map((p) => ({ ...p, key: redisKey(this.prefix, p.tag, p.bucket) })));
-          group.forEach((pair, j) => {
-            pair.remaining = remaining[j]!;
-            if (pair.claim !== undefined) this.receipts.settle(pair.claim, given[j]!);
-          });
+          ({ remaining: left } = await this.runRefund(group.map((p) => ({ ...p, key: p.receipt }))));
+          group.forEach((pair, j) => (pair.remaining = left![j]!));
         } finally {
-          for (const { claim } of group) if (claim !== undefined) this.receipts.release(claim);
-          // A call that failed may still have given its tokens back.
-          tokensReturned(this, group);
+          // A call that failed may still have given its tokens back (its claim stays drawn).
+          tokensReturned(
+            this,
+            group.map((pair, j) => ({ bucket: pair.bucket, key: pair.key, left: left?.[j] })),
+          );
         }
       }),
     );
@@ -222,13 +271,24 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
     assertBucket(bucket);
     const id = this.keyFor(bucket, key);
-    // whatever this store took before the reset has come back with it
+    // Whatever this store took before the reset has come back with it, including takes whose replies
+    // are still on their way (`notResetSince`); lua/reset.lua's mark voids other processes' takes.
     this.receipts.forget(id);
+    this.resets += 1;
+    if (this.inFlight > 0) this.resetAfter.set(id, this.resets);
     try {
-      return (await this.redis.del(id)) > 0;
+      return (await this.run(this.resetLua, [id, id + RESET_MARK], [])) === 1;
     } finally {
       tokensReturned(this, [{ bucket, key }]);
     }
+  }
+
+  /**
+   * Closes the store's own connection (the client stays open; ending the
+   * client closes it too). A later call opens it again.
+   */
+  async close(): Promise<void> {
+    this.redis.close();
   }
 
   private oneSlot(tags: readonly string[]): boolean {
@@ -284,7 +344,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * most once, whatever fails: a give-back that fails is not retried, since
    * it may still have been applied.
    */
-  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<Taken> {
+  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[], sent: number): Promise<Taken> {
     const n = requests.length;
     const remaining = new Array<number>(n).fill(0);
     const takenAt = new Array<number | null>(n).fill(null);
@@ -310,11 +370,18 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
             group.map((i) => keyString(requests[i]!.key)),
           ).map((pair) => {
             const i = group[pair.indexes[0]!]!;
-            // Bounded by the key's full-at time right after this call took them: exact, unless another
-            // process gives back something taken before them in the moment since.
-            const after = fullAt[i];
-            const bound = after ? formatFullAt(after) : '0';
-            return { bucket: pair.bucket, key: redisKey(this.prefix, tags[i]!, pair.bucket), tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
+            const key = redisKey(this.prefix, tags[i]!, pair.bucket);
+            // Bounded by the take's own refill: its tokens cannot have refilled sooner than from when
+            // they were taken, whatever anyone takes or gives back meanwhile (the full-at time right
+            // after the take would count tokens given back ahead of them twice). A reset since, here
+            // or (its mark) anywhere, gave them back already.
+            const at = takenAt[i]!;
+            const [q, r] = refillTime(pair.tokens, termsOf(pair.bucket));
+            const den = termsOf(pair.bucket).tokens;
+            const share = { at: q, num: r, den: r === 0 ? 1 : den };
+            const end = { at: at + q, num: r, den: share.den };
+            const bound = this.notResetSince(key, sent) && at !== null ? `${formatFullAt(end)};${formatFullAt(share)};${at}` : '0';
+            return { bucket: pair.bucket, key, tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
           });
           for (const i of group) takenAt[i] = null;
           try {
@@ -426,7 +493,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   /**
    * Runs lua/refund.lua for pairs sharing one slot. `bound` is its X: the
-   * takes drawn from (`end;share,…`), or one full-at time, or '0'.
+   * takes drawn from (`end;share;takenAt,…`), or '0'.
    */
   private async runRefund(
     pairs: readonly { bucket: TokenBucket; key: string; tokens: number; bound: string }[],
@@ -441,7 +508,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     }
     const reply = await this.run(
       this.refundLua,
-      pairs.map((p) => p.key),
+      pairs.flatMap((p) => [p.key, p.key + RESET_MARK]),
       tail.length > 0 ? args.concat(tail) : args,
     );
     const n = pairs.length;
@@ -455,7 +522,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
-      return await this.redis.runScript(script, keys, args);
+      return await script.run(this.redis, keys, args);
     } catch (error) {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
@@ -463,6 +530,14 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       throw error;
     }
   }
+}
+
+/** The ids that appear more than once. */
+function repeated(ids: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const twice = new Set<string>();
+  for (const id of ids) (seen.has(id) ? twice : seen).add(id);
+  return twice;
 }
 
 /**

@@ -3,8 +3,11 @@ import type { BucketKey } from './bucket-store.js';
 
 /** What keeps answers of a store that tokens coming back make stale: a limiter's deny cache. */
 export interface ReturnsWatcher {
-  /** Tokens came back to the pair (a refund or a reset): what was remembered of it no longer holds. */
-  forget(bucket: TokenBucket, key: BucketKey): void;
+  /**
+   * Tokens came back to the pair (a refund or a reset): what was remembered of
+   * it no longer holds. `left`: the whole tokens it holds after, when known.
+   */
+  forget(bucket: TokenBucket, key: BucketKey, left?: number): void;
 }
 
 /**
@@ -30,7 +33,7 @@ export function watchReturns(store: object, watcher: ReturnsWatcher): void {
 }
 
 /** Tokens came back to these pairs through `store` (called once the store has applied them). */
-export function tokensReturned(store: object, pairs: Iterable<{ readonly bucket: TokenBucket; readonly key: BucketKey }>): void {
+export function tokensReturned(store: object, pairs: Iterable<{ readonly bucket: TokenBucket; readonly key: BucketKey; readonly left?: number | undefined }>): void {
   const watching = watchers.get(store);
   if (watching === undefined) return;
   for (const ref of watching) {
@@ -39,6 +42,6 @@ export function tokensReturned(store: object, pairs: Iterable<{ readonly bucket:
       watching.delete(ref);
       continue;
     }
-    for (const { bucket, key } of pairs) watcher.forget(bucket, key);
+    for (const { bucket, key, left } of pairs) watcher.forget(bucket, key, left);
   }
 }

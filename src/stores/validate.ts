@@ -22,7 +22,12 @@ export function assertBucket(bucket: unknown): asserts bucket is TokenBucket {
   }
 }
 
-/** The identity as a string: `1`, `"1"` and `1n` are the same key. */
+/**
+ * The identity as a string: `1`, `"1"` and `1n` are the same key, and so are
+ * `1e21`, `"1000000000000000000000"` and `10n ** 21n`: an integer number is
+ * written in full digits, as a BigInt of its value is (`String(1e21)` would
+ * be `"1e+21"`).
+ */
 export function keyString(key: BucketKey): string {
   switch (typeof key) {
     case 'string':
@@ -31,7 +36,7 @@ export function keyString(key: BucketKey): string {
       return key.toString();
     case 'number':
       if (!Number.isFinite(key)) throw new RangeError(`a bucket key must be a finite number, got ${String(key)}`);
-      return String(key);
+      return Number.isInteger(key) ? BigInt(key).toString() : String(key);
     default:
       throw new TypeError(`a bucket key must be a string, number or bigint, got ${typeof key}`);
   }

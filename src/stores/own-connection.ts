@@ -1,0 +1,141 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { IoredisLikeClient } from './redis-client.js';
+
+/**
+ * What a store's own connection changes of the client's options, so that
+ * ioredis never sends a script call twice. When a connection drops after
+ * Redis ran a command but before its reply came, ioredis by default sends the
+ * command again once it reconnects (`autoResendUnfulfilledCommands`), and a
+ * Cluster does so after `retryDelayOnFailover`: a script applied twice takes
+ * twice or gives back twice. Here such a command fails instead (it may have
+ * run); a command not written yet still waits for the connection, and a
+ * Cluster still follows MOVED, ASK, TRYAGAIN and CLUSTERDOWN (Redis ran
+ * nothing then).
+ */
+const NEVER_RESEND: Partial<RedisOptions> = {
+  autoResendUnfulfilledCommands: false,
+  // fails the commands written to a connection that closed, rather than keeping them for the next
+  maxRetriesPerRequest: 0,
+  // a reconnect on an error reply would send the failed command again
+  reconnectOnError: null,
+};
+
+/**
+ * A connection of the store's own, with the client's options (address,
+ * credentials, TLS, `natMap`, timeouts) but `NEVER_RESEND`. It closes when the
+ * client ends (`quit`, `disconnect`), so it keeps no process alive that the
+ * client would not, and it is opened again should the client reconnect.
+ */
+export class OwnConnection {
+  #own: Redis | Cluster | undefined;
+  #ready: Promise<void> | undefined;
+  #watching = false;
+  /** Typed as ioredis's: iovalkey's `Redis` and `Cluster` have the same methods and options. */
+  readonly client: Redis | Cluster;
+
+  constructor(client: IoredisLikeClient) {
+    this.client = client as unknown as Redis | Cluster;
+  }
+
+  /** Closes with the client: one listener per client, however many stores share it (held weakly). */
+  #watch(): void {
+    if (this.#watching) return;
+    this.#watching = true;
+    let owners = ownersOf.get(this.client);
+    if (owners === undefined) {
+      const set = new Set<WeakRef<OwnConnection>>();
+      owners = set;
+      ownersOf.set(this.client, set);
+      this.client.on('end', () => {
+        for (const ref of set) ref.deref()?.close();
+      });
+    }
+    for (const ref of owners) if (ref.deref() === undefined) owners.delete(ref);
+    owners.add(new WeakRef(this));
+  }
+
+  /** The connection when it is open and nothing need be awaited (the common case, without a promise). */
+  now(): Redis | Cluster | undefined {
+    return this.#ready === undefined ? this.#own : undefined;
+  }
+
+  /**
+   * Opens the connection now (it connects as the client does: at once, or on
+   * first use with `lazyConnect`), so that the first call does not wait for
+   * the handshake. A client that has ended opens it on first use, if ever.
+   */
+  open(): void {
+    if (this.#own === undefined && this.client.status !== 'end') void this.get().catch(() => undefined);
+  }
+
+  /** The connection, opened on first use; once it has been ready, a command sent while it is down fails as the client's would. */
+  async get(): Promise<Redis | Cluster> {
+    if (this.#own === undefined) {
+      if (this.client.status === 'end') throw new Error('Connection is closed.');
+      const own = open(this.client);
+      this.#own = own;
+      // Connection errors fail the commands; the client reports the same errors to the application.
+      own.on('error', () => undefined);
+      this.#watch();
+      own.once('end', () => {
+        if (this.#own === own) this.#own = undefined;
+      });
+      // With the offline queue off (as the README advises), a command before the first 'ready' would fail.
+      this.#ready = own.options.enableOfflineQueue === false ? whenReady(own) : undefined;
+    }
+    const own = this.#own;
+    if (this.#ready !== undefined) {
+      const ready = this.#ready;
+      try {
+        await ready;
+      } finally {
+        if (this.#ready === ready) this.#ready = undefined;
+      }
+    }
+    return own;
+  }
+
+  close(): void {
+    const own = this.#own;
+    this.#own = undefined;
+    this.#ready = undefined;
+    own?.disconnect();
+  }
+}
+
+const ownersOf = new WeakMap<object, Set<WeakRef<OwnConnection>>>();
+
+function open(client: Redis | Cluster): Redis | Cluster {
+  if (isCluster(client)) {
+    const options = {
+      retryDelayOnFailover: 0,
+      redisOptions: { ...client.options.redisOptions, ...NEVER_RESEND },
+    } as Parameters<Cluster['duplicate']>[1];
+    return client.duplicate([], options);
+  }
+  return client.duplicate(NEVER_RESEND);
+}
+
+function isCluster(client: Redis | Cluster): client is Cluster {
+  return client.isCluster;
+}
+
+/** Resolves when `own` is ready; rejects with the first error or its end before then. */
+function whenReady(own: Redis | Cluster): Promise<void> {
+  if (own.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const settle = (error?: unknown): void => {
+      own.off('ready', onReady);
+      own.off('error', onError);
+      own.off('end', onEnd);
+      if (error === undefined) resolve();
+      else reject(error instanceof Error ? error : new Error(String(error)));
+    };
+    const onReady = (): void => settle();
+    const onError = (error: unknown): void => settle(error);
+    const onEnd = (): void => settle(new Error('Connection is closed.'));
+    own.once('ready', onReady);
+    own.once('error', onError);
+    own.once('end', onEnd);
+  });
+}
