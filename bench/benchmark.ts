@@ -8,7 +8,7 @@ export interface BenchContext {
   readonly redisUrl: string;
 }
 
-/** One target from the issue: reported as PASS or FAIL, never fatal. */
+/** One target: reported as PASS or FAIL, never fatal. */
 export interface TargetCheck {
   readonly label: string;
   readonly pass: boolean;

@@ -43,7 +43,7 @@ export const DEFAULT_GRAPHQL_BENCH_OPTIONS: Readonly<GraphqlBenchOptions> = {
   cost: {},
 };
 
-/** Targets of issue 3. */
+/** The targets this benchmark reports PASS or FAIL against. */
 export const TARGET_OURS_TO_NONE = 0.85;
 export const TARGET_OURS_TO_PEER = 2;
 export const TARGET_COST_ANALYSIS_US = 1000;
