@@ -4,13 +4,13 @@ import type { CompositeCost, FieldCost } from './schema-costs.js';
 import { included } from './selections.js';
 
 /** The lowest bit of a subgraph mask: the subgraph a planner would fetch such a field from. */
-function lowest(graphs: number): number {
+function lowest(graphs: bigint): bigint {
   return graphs & -graphs;
 }
 
-function bits(mask: number): number {
+function bits(mask: bigint): number {
   let count = 0;
-  for (let m = mask; m !== 0; m &= m - 1) count++;
+  for (let m = mask; m !== 0n; m &= m - 1n) count++;
   return count;
 }
 
@@ -30,7 +30,7 @@ function applies(condition: string, type: CompositeCost): boolean {
  * Each selection set (and fragment) is read once per type and subgraphs.
  */
 export class EntityFetches {
-  private readonly masks = new Map<SelectionSetNode, Map<number, number>>();
+  private readonly masks = new Map<SelectionSetNode, Map<string, bigint>>();
   /** Per field and its one selection set: the answer, asked again for every object of a response. */
   private readonly answers = new Map<FieldCost, Map<SelectionSetNode, number>>();
   private readonly types = new Map<SelectionSetNode, readonly CompositeCost[]>();
@@ -46,13 +46,13 @@ export class EntityFetches {
   /** Fetches per object `field` returns, for its selection sets (several where fields of one response key merge). */
   perObject(field: FieldCost, selectionSets: readonly (SelectionSetNode | undefined)[]): number {
     const target = field.target;
-    if (field.graphs === 0 || target === null) return 0;
+    if (field.graphs === 0n || target === null) return 0;
     const only = selectionSets.length === 1 ? selectionSets[0] : undefined;
     const known = only === undefined ? undefined : this.answers.get(field)?.get(only);
     if (known !== undefined) return known;
     let most = 0;
     for (const type of this.typesOf(target, selectionSets)) {
-      let mask = 0;
+      let mask = 0n;
       for (const set of selectionSets) if (set !== undefined) mask |= this.mask(set, type, field.graphs);
       most = Math.max(most, bits(mask));
     }
@@ -113,12 +113,12 @@ export class EntityFetches {
   }
 
   /** The subgraphs besides `producers` that the selection needs fetched on an object of `type`. */
-  private mask(selectionSet: SelectionSetNode, type: CompositeCost, producers: number): number {
-    const key = type.index * 0x1_0000_0000 + producers;
+  private mask(selectionSet: SelectionSetNode, type: CompositeCost, producers: bigint): bigint {
+    const key = `${type.index}:${producers}`;
     let byKey = this.masks.get(selectionSet);
     const known = byKey?.get(key);
     if (known !== undefined) return known;
-    let mask = 0;
+    let mask = 0n;
     const fields = type.fields;
     if (fields !== null) {
       for (const selection of selectionSet.selections) {
@@ -144,13 +144,13 @@ export class EntityFetches {
 
 }
 
-function fieldMask(field: FieldCost | undefined, producers: number): number {
-  if (field === undefined || field.graphs === 0) return 0;
-  let mask = (field.graphs & producers) === 0 ? lowest(field.graphs) : 0;
+function fieldMask(field: FieldCost | undefined, producers: bigint): bigint {
+  if (field === undefined || field.graphs === 0n) return 0n;
+  let mask = (field.graphs & producers) === 0n ? lowest(field.graphs) : 0n;
   if (field.requiredGraphs !== null) {
     // Fetched again, on its own, once what it requires has arrived from its subgraphs.
     mask |= lowest(field.graphs & producers) || lowest(field.graphs);
-    for (const graphs of field.requiredGraphs) if (graphs !== 0 && (graphs & producers) === 0) mask |= lowest(graphs);
+    for (const graphs of field.requiredGraphs) if (graphs !== 0n && (graphs & producers) === 0n) mask |= lowest(graphs);
   }
   return mask;
 }
