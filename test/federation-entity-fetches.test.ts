@@ -3,6 +3,8 @@
 // supergraph has, and however the document spreads or repeats the fields
 // that need them (fragments, a response key repeated).
 import { composeServices } from '@apollo/composition';
+import { startStandaloneServer } from '@apollo/server/standalone';
+import { buildSubgraphSchema } from '@apollo/subgraph';
 import { ApolloGateway } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
 import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
@@ -133,6 +135,68 @@ describe('fields of other subgraphs spread through fragments or under a repeated
         expect(subgraphs.work.calls).toEqual({ products: 4, reviews: 6, inventory: 6 });
         expect(subgraphs.work.units).toBeLessThanOrEqual(60);
       }
+    });
+  }
+});
+
+describe('a root field two subgraphs resolve (@shareable)', () => {
+  const federation = '@link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key", "@shareable"])';
+  const calls = { products: 0, references: 0 };
+  let supergraph: string;
+  beforeAll(async () => {
+    const services = [];
+    for (const name of ['left', 'right'] as const) {
+      const typeDefs = parse(`extend schema ${federation} type Query { products(first: Int = 10): [Product!]! @shareable } type Product @key(fields: "id") { id: ID! ${name}: Int }`);
+      const resolvers = {
+        Query: {
+          products: (_: unknown, { first }: { first: number }) => {
+            calls.products += 1;
+            return Array.from({ length: first }, (_, i) => ({ id: String(i), [name]: i }));
+          },
+        },
+        Product: {
+          __resolveReference: (ref: { id: string }) => {
+            calls.references += 1;
+            return { id: ref.id, [name]: Number(ref.id) };
+          },
+        },
+      };
+      const server = new ApolloServer({ schema: buildSubgraphSchema({ typeDefs, resolvers: resolvers as never }) });
+      const { url } = await startStandaloneServer(server, { listen: { port: 0, host: '127.0.0.1' } });
+      stops.push(() => server.stop());
+      services.push({ name, typeDefs, url });
+    }
+    const result = composeServices(services);
+    if (result.errors !== undefined) throw new Error(result.errors.map((e) => e.message).join('; '));
+    supergraph = result.supergraphSdl;
+  });
+
+  for (const name of ['Apollo Gateway', 'Hive Gateway'] as const) {
+    it(`${name}: fields of both subgraphs cost the entity fetch the gateway makes for each object`, async () => {
+      const post = async (query: string) => {
+        const rules = { Query: { bucket: 'api' } };
+        if (name === 'Hive Gateway') {
+          const gateway = createGatewayRuntime({ supergraph, logging: false, plugins: () => [useTokenBucket({ store: new MemoryStore(), buckets: [bucket()], identify: () => 'someone', reportCost: true, rules })] });
+          stops.push(async () => {
+            await gateway.dispose();
+          });
+          const response = await gateway.fetch('http://gateway.test/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+          return (await response.json()) as ResponseBody;
+        }
+        const server = new ApolloServer({ gateway: new ApolloGateway({ supergraphSdl: supergraph }), plugins: [tokenBucketPlugin({ store: new MemoryStore(), buckets: [bucket()], identify: () => 'someone', reportCost: true, rules })] });
+        const endpoint = await serveHttp(server, async () => ({}));
+        stops.push(() => server.stop());
+        return (await endpoint.post({ query })).body;
+      };
+      calls.products = 0;
+      calls.references = 0;
+      // products(first: 3) × (Product 1 + one more fetch of each product, from the subgraph the list did not come from, 1) = 6
+      expect(cost(await post('{ products(first: 3) { left right } }'))).toBe(6);
+      // The gateway asks each subgraph for the list: 3 products from each, 6 objects.
+      expect(calls).toEqual({ products: 2, references: 0 });
+      // One subgraph resolves it all: products(first: 3) × Product 1 = 3
+      expect(cost(await post('{ products(first: 3) { right } }'))).toBe(3);
+      expect(calls).toEqual({ products: 3, references: 0 });
     });
   }
 });

@@ -106,6 +106,15 @@ function exclusionOf(merged: ReadonlySet<string> | null, plan: Plan, collector: 
   return out.length === 0 ? null : { keys: new Set(out), id: out.sort().join('\u0000') };
 }
 
+/** A selection list's positions: those without a type condition, and the others by the type they name. */
+interface ConditionIndex {
+  readonly always: number[];
+  readonly byCondition: Map<string, number[]>;
+}
+
+/** A list with no type condition: every selection applies to every type. */
+const NO_CONDITIONS: ConditionIndex = { always: [], byCondition: new Map() };
+
 export class FieldCollector {
   private readonly groups = new Map<string, Group>();
   /** Content numbers for selection sets the document numbering did not reach (a hand-built document holding itself). */
@@ -114,7 +123,7 @@ export class FieldCollector {
   /** Plans of several fragments spread in one selection set, merged once for every set that spreads them together. */
   private readonly combinations = new Map<string, Plan>();
   /** Per selection list: the positions of the selections without a type condition, and of the others by the type they name. */
-  private readonly conditionIndexes = new Map<readonly SelectionNode[], { always: number[]; byCondition: Map<string, number[]> }>();
+  private readonly conditionIndexes = new Map<readonly SelectionNode[], ConditionIndex>();
   private plans = 0;
   private groupCount = 0;
 
@@ -443,23 +452,25 @@ export class FieldCollector {
   private applicable(selections: readonly SelectionNode[], type: CompositeCost): readonly SelectionNode[] {
     let index = this.conditionIndexes.get(selections);
     if (index === undefined) {
-      index = { always: [], byCondition: new Map() };
-      selections.forEach((selection, position) => {
+      index = NO_CONDITIONS;
+      for (let position = 0; position < selections.length; position++) {
+        const selection = selections[position]!;
         let condition: string | undefined;
         if (selection.kind === Kind.INLINE_FRAGMENT) condition = selection.typeCondition?.name.value;
         else if (selection.kind === Kind.FRAGMENT_SPREAD) condition = this.fragments.get(selection.name.value)?.typeCondition.name.value ?? '';
         if (condition === undefined) {
-          index!.always.push(position);
-          return;
+          if (index !== NO_CONDITIONS) index.always.push(position);
+          continue;
         }
-        let positions = index!.byCondition.get(condition);
-        if (positions === undefined) index!.byCondition.set(condition, (positions = []));
+        if (index === NO_CONDITIONS) index = { always: Array.from({ length: position }, (_, i) => i), byCondition: new Map() };
+        let positions = index.byCondition.get(condition);
+        if (positions === undefined) index.byCondition.set(condition, (positions = []));
         positions.push(position);
-      });
+      }
       this.conditionIndexes.set(selections, index);
     }
+    if (index === NO_CONDITIONS) return selections;
     const { always, byCondition } = index;
-    if (byCondition.size === 0) return selections;
     const positions = [...always];
     const add = (condition: string): void => {
       const found = byCondition.get(condition);

@@ -49,9 +49,15 @@ export class EntityFetches {
     if (known !== undefined) return known;
     let most = 0;
     for (const type of this.typesOf(target, selectionSets)) {
-      let mask = 0n;
-      for (const set of selectionSets) if (set !== undefined) mask |= this.mask(set, type, field.graphs);
-      most = Math.max(most, bits(mask));
+      // A field several subgraphs resolve (@shareable) comes from one of them, the one that leaves the fewest fetches.
+      let fewest = Infinity;
+      for (let rest = field.graphs; rest !== 0n; rest &= rest - 1n) {
+        const producer = lowest(rest);
+        let mask = 0n;
+        for (const set of selectionSets) if (set !== undefined) mask |= this.mask(set, type, producer);
+        fewest = Math.min(fewest, bits(mask));
+      }
+      most = Math.max(most, fewest);
     }
     if (only !== undefined) {
       let byNode = this.answers.get(field);
