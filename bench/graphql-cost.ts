@@ -359,6 +359,8 @@ interface PricingCase {
   target: number;
   /** Prices the operation: the estimate, or the response with the estimate taken first (untimed). */
   price: (model: CostModel, document: DocumentNode, operation: OperationDefinitionNode) => Map<string, number>;
+  /** Federation: the subgraphs that resolve each field (the model then prices entity fetches). */
+  graphs?: ReadonlyMap<string, bigint>;
   /** Work done before the timed call, such as the estimate a refund prices the response against. */
   prepare?: (model: CostModel, document: DocumentNode, operation: OperationDefinitionNode) => void;
 }
@@ -368,6 +370,7 @@ export function pricingCases(scale = 1): PricingCase[] {
   const responseData = Object.fromEntries(Array.from({ length: aliases }, (_, i) => [`a${i}`, { id: String(i) }]));
   const abstractAliases = Math.round(16000 * scale);
   const namedAliases = Math.round(8000 * scale);
+  const conditions = Math.min(2000, Math.round(2000 * scale));
   return [
     {
       name: 'response walk, aliases × 2,000 types',
@@ -394,6 +397,15 @@ export function pricingCases(scale = 1): PricingCase[] {
       target: TARGET_PRICE_TO_VALIDATE,
       price: (model, document, operation) => model.costOf(document, operation),
     },
+    {
+      name: 'entity fetches, 2,000 type conditions',
+      description: `costOf of node { ... on TI { aI: f } } for ${conditions} types of a federated interface of 2,000, f from another subgraph`,
+      schema: wideSchema(2000),
+      source: `{ node { ${Array.from({ length: conditions }, (_, i) => `... on T${i} { a${i}: f }`).join(' ')} } }`,
+      graphs: new Map([['Query.node', 1n], ...Array.from({ length: 2000 }, (_, i): [string, bigint][] => [[`T${i}.id`, 3n], [`T${i}.f`, 2n]]).flat()]),
+      target: TARGET_PRICE_TO_VALIDATE,
+      price: (model, document, operation) => model.costOf(document, operation),
+    },
   ];
 }
 
@@ -408,7 +420,7 @@ export function runPricingBench({ runs = 5, scale = 1 } = {}): PricingCaseFigure
       const document = parse(c.source);
       const operation = getOperationAST(document);
       if (operation == null) throw new Error('no operation');
-      const model = new CostModel(schema);
+      const model = new CostModel(schema, { graphs: c.graphs });
       let started = performance.now();
       const errors = validate(schema, document);
       const validated = performance.now() - started;

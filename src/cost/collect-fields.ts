@@ -106,6 +106,15 @@ function exclusionOf(merged: ReadonlySet<string> | null, plan: Plan, collector: 
   return out.length === 0 ? null : { keys: new Set(out), id: out.sort().join('\u0000') };
 }
 
+/** A selection list's positions: those without a type condition, and the others by the type they name. */
+interface ConditionIndex {
+  readonly always: number[];
+  readonly byCondition: Map<string, number[]>;
+}
+
+/** A list with no type condition: every selection applies to every type. */
+const NO_CONDITIONS: ConditionIndex = { always: [], byCondition: new Map() };
+
 export class FieldCollector {
   private readonly groups = new Map<string, Group>();
   /** Content numbers for selection sets the document numbering did not reach (a hand-built document holding itself). */
@@ -113,6 +122,8 @@ export class FieldCollector {
   private readonly shared = new Map<string, readonly string[]>();
   /** Plans of several fragments spread in one selection set, merged once for every set that spreads them together. */
   private readonly combinations = new Map<string, Plan>();
+  /** Per selection list: the positions of the selections without a type condition, and of the others by the type they name. */
+  private readonly conditionIndexes = new Map<readonly SelectionNode[], ConditionIndex>();
   private plans = 0;
   private groupCount = 0;
 
@@ -394,7 +405,7 @@ export class FieldCollector {
     const cursors: number[] = [];
     const sets = group.selectionSets;
     for (let s = sets.length - 1; s >= 0; s--) {
-      lists.push(sets[s]!.selections);
+      lists.push(this.applicable(sets[s]!.selections, type));
       cursors.push(0);
     }
     const variables = this.variables;
@@ -417,7 +428,7 @@ export class FieldCollector {
           if (deferred(selection.directives, variables)) {
             onSpread(selection.selectionSet, true);
           } else {
-            lists.push(selection.selectionSet.selections);
+            lists.push(this.applicable(selection.selectionSet.selections, type));
             cursors.push(0);
           }
         }
@@ -430,6 +441,50 @@ export class FieldCollector {
         if (fragment !== undefined && applies(fragment.typeCondition.name.value, type)) onSpread(fragment.selectionSet, defer);
       }
     }
+  }
+
+  /**
+   * The selections of a list that can apply to the object type `type`, in
+   * their order: those without a type condition, and the fragments whose
+   * condition names `type` or an abstract type it belongs to, found by name
+   * (a list of fragments on a thousand types is not read whole for each).
+   */
+  private applicable(selections: readonly SelectionNode[], type: CompositeCost): readonly SelectionNode[] {
+    let index = this.conditionIndexes.get(selections);
+    if (index === undefined) {
+      index = NO_CONDITIONS;
+      for (let position = 0; position < selections.length; position++) {
+        const selection = selections[position]!;
+        let condition: string | undefined;
+        if (selection.kind === Kind.INLINE_FRAGMENT) condition = selection.typeCondition?.name.value;
+        else if (selection.kind === Kind.FRAGMENT_SPREAD) condition = this.fragments.get(selection.name.value)?.typeCondition.name.value ?? '';
+        if (condition === undefined) {
+          if (index !== NO_CONDITIONS) index.always.push(position);
+          continue;
+        }
+        if (index === NO_CONDITIONS) index = { always: Array.from({ length: position }, (_, i) => i), byCondition: new Map() };
+        let positions = index.byCondition.get(condition);
+        if (positions === undefined) index.byCondition.set(condition, (positions = []));
+        positions.push(position);
+      }
+      this.conditionIndexes.set(selections, index);
+    }
+    if (index === NO_CONDITIONS) return selections;
+    const { always, byCondition } = index;
+    const positions = [...always];
+    const add = (condition: string): void => {
+      const found = byCondition.get(condition);
+      if (found !== undefined) for (const position of found) positions.push(position);
+    };
+    add(type.name);
+    if (byCondition.size <= type.abstractTypes.size) {
+      for (const condition of byCondition.keys()) if (type.abstractTypes.has(condition)) add(condition);
+    } else {
+      for (const condition of type.abstractTypes) add(condition);
+    }
+    if (positions.length === selections.length) return selections;
+    positions.sort((a, b) => a - b);
+    return positions.map((position) => selections[position]!);
   }
 
   private contentId(selectionSet: SelectionSetNode): number {

@@ -31,8 +31,8 @@ export interface CostModelOptions {
   rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
   /** Federation: the selection each `@requires` field needs fetched first (`'Type.field'` → selections on `Type`); the field also pays for it. */
   requires?: RequiredSelections | undefined;
-  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each; each object then also pays for the entity fetches its selection needs. */
-  graphs?: ReadonlyMap<string, number> | undefined;
+  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs); each object then also pays for the entity fetches its selection needs. */
+  graphs?: ReadonlyMap<string, bigint> | undefined;
 }
 
 const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});

@@ -4,18 +4,14 @@ import type { CompositeCost, FieldCost } from './schema-costs.js';
 import { included } from './selections.js';
 
 /** The lowest bit of a subgraph mask: the subgraph a planner would fetch such a field from. */
-function lowest(graphs: number): number {
+function lowest(graphs: bigint): bigint {
   return graphs & -graphs;
 }
 
-function bits(mask: number): number {
+function bits(mask: bigint): number {
   let count = 0;
-  for (let m = mask; m !== 0; m &= m - 1) count++;
+  for (let m = mask; m !== 0n; m &= m - 1n) count++;
   return count;
-}
-
-function applies(condition: string, type: CompositeCost): boolean {
-  return condition === type.name || type.abstractTypes.has(condition);
 }
 
 /**
@@ -30,13 +26,14 @@ function applies(condition: string, type: CompositeCost): boolean {
  * Each selection set (and fragment) is read once per type and subgraphs.
  */
 export class EntityFetches {
-  private readonly masks = new Map<SelectionSetNode, Map<number, number>>();
-  /** Per field and its one selection set: the answer, asked again for every object of a response. */
-  private readonly answers = new Map<FieldCost, Map<SelectionSetNode, number>>();
-  private readonly types = new Map<SelectionSetNode, readonly CompositeCost[]>();
+  private readonly masks = new Map<SelectionSetNode, Map<string, bigint>>();
+  /** Per field and its selection set (or the list of those merged): the answer, asked again for every object of a response. */
+  private readonly answers = new Map<FieldCost, Map<SelectionSetNode | readonly (SelectionSetNode | undefined)[], number>>();
+  private readonly types = new Map<SelectionSetNode | readonly (SelectionSetNode | undefined)[], readonly CompositeCost[]>();
   private readonly expanding = new Set<string>();
   private readonly possible = new Map<CompositeCost, Map<string, CompositeCost>>();
   private readonly fragmentConditions = new Map<string, Set<string>>();
+  private readonly indexes = new Map<SelectionSetNode, SetIndex>();
 
   constructor(
     private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
@@ -46,15 +43,21 @@ export class EntityFetches {
   /** Fetches per object `field` returns, for its selection sets (several where fields of one response key merge). */
   perObject(field: FieldCost, selectionSets: readonly (SelectionSetNode | undefined)[]): number {
     const target = field.target;
-    if (field.graphs === 0 || target === null) return 0;
-    const only = selectionSets.length === 1 ? selectionSets[0] : undefined;
+    if (field.graphs === 0n || target === null) return 0;
+    const only = selectionSets.length === 1 ? selectionSets[0] : selectionSets;
     const known = only === undefined ? undefined : this.answers.get(field)?.get(only);
     if (known !== undefined) return known;
     let most = 0;
     for (const type of this.typesOf(target, selectionSets)) {
-      let mask = 0;
-      for (const set of selectionSets) if (set !== undefined) mask |= this.mask(set, type, field.graphs);
-      most = Math.max(most, bits(mask));
+      // A field several subgraphs resolve (@shareable) comes from one of them, the one that leaves the fewest fetches.
+      let fewest = Infinity;
+      for (let rest = field.graphs; rest !== 0n; rest &= rest - 1n) {
+        const producer = lowest(rest);
+        let mask = 0n;
+        for (const set of selectionSets) if (set !== undefined) mask |= this.mask(set, type, producer);
+        fewest = Math.min(fewest, bits(mask));
+      }
+      most = Math.max(most, fewest);
     }
     if (only !== undefined) {
       let byNode = this.answers.get(field);
@@ -71,7 +74,7 @@ export class EntityFetches {
    */
   private typesOf(target: CompositeCost, selectionSets: readonly (SelectionSetNode | undefined)[]): readonly CompositeCost[] {
     if (target.fields !== null) return [target];
-    const only = selectionSets.length === 1 ? selectionSets[0] : undefined;
+    const only = selectionSets.length === 1 ? selectionSets[0] : selectionSets;
     const known = only === undefined ? undefined : this.types.get(only);
     if (known !== undefined) return known;
     const types = new Set(target.representatives ?? []);
@@ -112,28 +115,55 @@ export class EntityFetches {
     return into;
   }
 
-  /** The subgraphs besides `producers` that the selection needs fetched on an object of `type`. */
-  private mask(selectionSet: SelectionSetNode, type: CompositeCost, producers: number): number {
-    const key = type.index * 0x1_0000_0000 + producers;
+  /**
+   * A selection set's selections that `@skip`/`@include` leave in, split by
+   * what they apply to: the fields and the fragments without a type
+   * condition (every type), and the fragments by the type they name.
+   */
+  private indexOf(selectionSet: SelectionSetNode): SetIndex {
+    let index = this.indexes.get(selectionSet);
+    if (index !== undefined) return index;
+    index = { always: [], byCondition: new Map() };
+    for (const selection of selectionSet.selections) {
+      if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, this.variables)) continue;
+      let condition: string | undefined;
+      if (selection.kind === Kind.INLINE_FRAGMENT) condition = selection.typeCondition?.name.value;
+      else if (selection.kind === Kind.FRAGMENT_SPREAD) condition = this.fragments.get(selection.name.value)?.typeCondition.name.value;
+      if (condition === undefined) {
+        if (selection.kind !== Kind.FRAGMENT_SPREAD) index.always.push(selection);
+        continue;
+      }
+      let list = index.byCondition.get(condition);
+      if (list === undefined) index.byCondition.set(condition, (list = []));
+      list.push(selection);
+    }
+    this.indexes.set(selectionSet, index);
+    return index;
+  }
+
+  /**
+   * The subgraphs besides `producers` that the selection needs fetched on an
+   * object of `type`. Only the fragments whose condition applies to `type`
+   * are read: a set of fragments on a thousand types costs each type its own.
+   */
+  private mask(selectionSet: SelectionSetNode, type: CompositeCost, producers: bigint): bigint {
+    const key = `${type.index}:${producers}`;
     let byKey = this.masks.get(selectionSet);
     const known = byKey?.get(key);
     if (known !== undefined) return known;
-    let mask = 0;
-    const fields = type.fields;
-    if (fields !== null) {
-      for (const selection of selectionSet.selections) {
-        if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, this.variables)) continue;
-        if (selection.kind === Kind.FIELD) {
-          mask |= fieldMask(fields.get(selection.name.value), producers);
-        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-          if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) mask |= this.mask(selection.selectionSet, type, producers);
+    let mask = 0n;
+    if (type.fields !== null) {
+      const index = this.indexOf(selectionSet);
+      for (const selection of index.always) mask |= this.selectionMask(selection, type, producers);
+      const add = (condition: string): void => {
+        for (const selection of index.byCondition.get(condition) ?? []) mask |= this.selectionMask(selection, type, producers);
+      };
+      if (index.byCondition.size > 0) {
+        add(type.name);
+        if (index.byCondition.size <= type.abstractTypes.size) {
+          for (const condition of index.byCondition.keys()) if (type.abstractTypes.has(condition)) add(condition);
         } else {
-          const name = selection.name.value;
-          const fragment = this.fragments.get(name);
-          if (fragment === undefined || this.expanding.has(name) || !applies(fragment.typeCondition.name.value, type)) continue;
-          this.expanding.add(name);
-          mask |= this.mask(fragment.selectionSet, type, producers);
-          this.expanding.delete(name);
+          for (const condition of type.abstractTypes) add(condition);
         }
       }
     }
@@ -142,15 +172,32 @@ export class EntityFetches {
     return mask;
   }
 
+  /** One selection that applies to `type`: a field's subgraphs, or what a fragment's selections need. */
+  private selectionMask(selection: SelectionNode, type: CompositeCost, producers: bigint): bigint {
+    if (selection.kind === Kind.FIELD) return fieldMask(type.fields?.get(selection.name.value), producers);
+    if (selection.kind === Kind.INLINE_FRAGMENT) return this.mask(selection.selectionSet, type, producers);
+    const name = selection.name.value;
+    const fragment = this.fragments.get(name);
+    if (fragment === undefined || this.expanding.has(name)) return 0n;
+    this.expanding.add(name);
+    const mask = this.mask(fragment.selectionSet, type, producers);
+    this.expanding.delete(name);
+    return mask;
+  }
 }
 
-function fieldMask(field: FieldCost | undefined, producers: number): number {
-  if (field === undefined || field.graphs === 0) return 0;
-  let mask = (field.graphs & producers) === 0 ? lowest(field.graphs) : 0;
+interface SetIndex {
+  readonly always: SelectionNode[];
+  readonly byCondition: Map<string, SelectionNode[]>;
+}
+
+function fieldMask(field: FieldCost | undefined, producers: bigint): bigint {
+  if (field === undefined || field.graphs === 0n) return 0n;
+  let mask = (field.graphs & producers) === 0n ? lowest(field.graphs) : 0n;
   if (field.requiredGraphs !== null) {
     // Fetched again, on its own, once what it requires has arrived from its subgraphs.
     mask |= lowest(field.graphs & producers) || lowest(field.graphs);
-    for (const graphs of field.requiredGraphs) if (graphs !== 0 && (graphs & producers) === 0) mask |= lowest(graphs);
+    for (const graphs of field.requiredGraphs) if (graphs !== 0n && (graphs & producers) === 0n) mask |= lowest(graphs);
   }
   return mask;
 }

@@ -8,16 +8,9 @@ import type { RequiredSelections } from './required-selections.js';
 export interface PricingSource {
   readonly schema: GraphQLSchema;
   readonly requires?: RequiredSelections | undefined;
-  /** Per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each: what entity fetches are priced by. */
-  readonly graphs?: ReadonlyMap<string, number> | undefined;
+  /** Per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs): what entity fetches are priced by. */
+  readonly graphs?: ReadonlyMap<string, bigint> | undefined;
 }
-
-/**
- * Subgraphs past this many share the last bit of a mask: fetches among them
- * are counted as one (a supergraph of more than 30 subgraphs is priced a
- * little low there, never refused).
- */
-const MAX_GRAPH_BITS = 30;
 
 const JOIN_SPEC = 'specs.apollo.dev/join';
 const TOKEN_BUCKET = 'tokenBucket';
@@ -121,31 +114,31 @@ function keyFields(type: MergedType | undefined): Set<string> {
  * types' own answer (a field one or several subgraphs resolve), else every
  * subgraph whose schema has the field (root fields, keys).
  */
-function stitchedGraphs(schema: GraphQLSchema, info: StitchingInfo): Map<string, number> {
-  const graphs = new Map<string, number>();
+function stitchedGraphs(schema: GraphQLSchema, info: StitchingInfo): Map<string, bigint> {
+  const graphs = new Map<string, bigint>();
   const subschemas: Subschema[] = [];
   const map = info.subschemaMap;
   if (map instanceof Map) for (const value of map.values()) if (value !== null && typeof value === 'object') subschemas.push(value as Subschema);
   if (subschemas.length < 2) return graphs;
-  const bitOf = new Map<Subschema, number>();
-  subschemas.forEach((subschema, i) => bitOf.set(subschema, 1 << Math.min(i, MAX_GRAPH_BITS)));
+  const bitOf = new Map<Subschema, bigint>();
+  subschemas.forEach((subschema, i) => bitOf.set(subschema, 1n << BigInt(i)));
   const merged = (info.mergedTypes ?? {}) as Record<string, MergedType | undefined>;
   for (const type of Object.values(schema.getTypeMap())) {
     if (!(isObjectType(type) || isInterfaceType(type)) || type.name.startsWith('__')) continue;
     const mergedType = merged[type.name];
     for (const field of Object.keys(type.getFields())) {
-      let mask = 0;
+      let mask = 0n;
       const unique = mergedType?.uniqueFields?.[field];
       const shared = mergedType?.nonUniqueFields?.[field];
-      if (unique !== undefined) mask = bitOf.get(unique) ?? 0;
-      else if (shared !== undefined) for (const subschema of shared) mask |= bitOf.get(subschema) ?? 0;
+      if (unique !== undefined) mask = bitOf.get(unique) ?? 0n;
+      else if (shared !== undefined) for (const subschema of shared) mask |= bitOf.get(subschema) ?? 0n;
       else {
         for (const subschema of subschemas) {
           const own = (subschema.transformedSchema ?? subschema.schema)?.getType(type.name);
-          if ((isObjectType(own) || isInterfaceType(own)) && own.getFields()[field] !== undefined) mask |= bitOf.get(subschema) ?? 0;
+          if ((isObjectType(own) || isInterfaceType(own)) && own.getFields()[field] !== undefined) mask |= bitOf.get(subschema) ?? 0n;
         }
       }
-      if (mask !== 0) graphs.set(`${type.name}.${field}`, mask);
+      if (mask !== 0n) graphs.set(`${type.name}.${field}`, mask);
     }
   }
   return graphs;
@@ -210,16 +203,16 @@ function renameDirective(document: DocumentNode, from: string, to: string): Docu
  * `external`, not overridden), else every subgraph of its type's
  * `@join__type`s.
  */
-function joinGraphs(document: DocumentNode, namespace: string): Map<string, number> {
-  const bit = new Map<string, number>();
+function joinGraphs(document: DocumentNode, namespace: string): Map<string, bigint> {
+  const bit = new Map<string, bigint>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.ENUM_TYPE_DEFINITION && definition.name.value === `${namespace}__Graph`) {
-      (definition.values ?? []).forEach((value, i) => bit.set(value.name.value, 1 << Math.min(i, MAX_GRAPH_BITS)));
+      (definition.values ?? []).forEach((value, i) => bit.set(value.name.value, 1n << BigInt(i)));
     }
   }
-  const graphs = new Map<string, number>();
+  const graphs = new Map<string, bigint>();
   if (bit.size === 0) return graphs;
-  const graphOf = (directive: ConstDirectiveNode): number | null => {
+  const graphOf = (directive: ConstDirectiveNode): bigint | null => {
     const graph = directive.arguments?.find((a) => a.name.value === 'graph')?.value;
     return graph?.kind === Kind.ENUM ? (bit.get(graph.value) ?? null) : null;
   };
@@ -232,12 +225,12 @@ function joinGraphs(document: DocumentNode, namespace: string): Map<string, numb
     ) {
       continue;
     }
-    let typeGraphs = 0;
+    let typeGraphs = 0n;
     for (const directive of definition.directives ?? []) {
-      if (directive.name.value === `${namespace}__type`) typeGraphs |= graphOf(directive) ?? 0;
+      if (directive.name.value === `${namespace}__type`) typeGraphs |= graphOf(directive) ?? 0n;
     }
     for (const field of definition.fields ?? []) {
-      let fieldGraphs = 0;
+      let fieldGraphs = 0n;
       let joined = false;
       for (const directive of field.directives ?? []) {
         if (directive.name.value !== `${namespace}__field`) continue;
@@ -249,7 +242,7 @@ function joinGraphs(document: DocumentNode, namespace: string): Map<string, numb
         fieldGraphs |= graph;
       }
       const resolved = joined ? fieldGraphs : typeGraphs;
-      if (resolved !== 0) graphs.set(`${definition.name.value}.${field.name.value}`, resolved);
+      if (resolved !== 0n) graphs.set(`${definition.name.value}.${field.name.value}`, resolved);
     }
   }
   return graphs;

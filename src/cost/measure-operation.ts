@@ -405,7 +405,7 @@ class Walk {
 
     stack[sub] = sat((stack[sub] ?? 0) + field.weight);
     // Federation: the entity fetches each object costs the gateway.
-    if (field.graphs !== 0) stack[sub] = sat((stack[sub] ?? 0) + this.fetches().perObject(field, frame.fieldSets));
+    if (field.graphs !== 0n) stack[sub] = sat((stack[sub] ?? 0) + this.fetches().perObject(field, frame.fieldSets));
     const sizedBy = field.isList && frame.context !== null ? frame.context.entries.get(field.name)?.vars : undefined;
     if (sizedBy !== undefined && sizedBy.length > 0) {
       // Sized by an enclosing connection whose size is not known here:

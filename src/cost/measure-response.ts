@@ -296,7 +296,7 @@ class ResponseWalk {
       // count × weight + the items' sub-selections (already summed) + arguments; then the field's rules.
       const field = frame.entry!.field;
       stack[at] = sat((stack[at] ?? 0) + sat(frame.slots * field.weight));
-      if (field.graphs !== 0 && frame.objects > 0) {
+      if (field.graphs !== 0n && frame.objects > 0) {
         const entry = frame.entry!;
         const fetches = (this.entityFetches ??= new EntityFetches(this.input.fragments, this.input.variables));
         stack[at] = sat((stack[at] ?? 0) + sat(frame.objects * fetches.perObject(field, entry.child?.selectionSets ?? [entry.node.selectionSet])));

@@ -59,8 +59,8 @@ export interface SchemaCostExtras {
   readonly rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
   /** Federation: the selection a field's resolver needs from other subgraphs (`@requires`), which it also pays for. */
   readonly requires?: RequiredSelections | undefined;
-  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each. */
-  readonly graphs?: ReadonlyMap<string, number> | undefined;
+  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs). */
+  readonly graphs?: ReadonlyMap<string, bigint> | undefined;
 }
 
 /** A bucket a field charges: by index into `SchemaCosts.bucketNames`. */
@@ -150,17 +150,17 @@ export interface FieldCost {
   /** The arguments that can cost anything when given; null when none can. */
   readonly arguments: readonly ArgumentCost[] | null;
   /**
-   * Federation: the subgraphs that resolve this field, one bit each (0 when
-   * not federated). An object a field returns comes from the field's
+   * Federation: the subgraphs that resolve this field, one bit each (0n when
+   * not federated; a bigint, so any number of subgraphs have a bit of their own). An object a field returns comes from the field's
    * subgraphs; each other subgraph its selection needs is one more fetch.
    */
-  readonly graphs: number;
+  readonly graphs: bigint;
   /**
    * Federation, a field with `@requires`: the subgraphs of what it requires
    * (first level), fetched before it, which is then fetched on its own.
    * Null for any other field.
    */
-  readonly requiredGraphs: readonly number[] | null;
+  readonly requiredGraphs: readonly bigint[] | null;
 }
 
 /**
@@ -402,19 +402,19 @@ class Compiler {
       sized,
       rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
       arguments: this.argumentCosts(field, interfaceFields, coordinate),
-      graphs: this.extras.graphs?.get(coordinate) ?? 0,
+      graphs: this.extras.graphs?.get(coordinate) ?? 0n,
       requiredGraphs: this.requiredGraphs(owner, coordinate),
     };
   }
 
   /** The subgraphs of a `@requires` field's required fields, first level (each field's bits; 0 for one not federated). */
-  private requiredGraphs(owner: GraphQLObjectType | null, coordinate: string): readonly number[] | null {
+  private requiredGraphs(owner: GraphQLObjectType | null, coordinate: string): readonly bigint[] | null {
     const selections = this.extras.requires?.get(coordinate);
     if (owner === null || selections === undefined || this.extras.graphs === undefined) return null;
-    const graphs: number[] = [];
+    const graphs: bigint[] = [];
     const add = (list: readonly SelectionNode[]): void => {
       for (const selection of list) {
-        if (selection.kind === Kind.FIELD) graphs.push(this.extras.graphs?.get(`${owner.name}.${selection.name.value}`) ?? 0);
+        if (selection.kind === Kind.FIELD) graphs.push(this.extras.graphs?.get(`${owner.name}.${selection.name.value}`) ?? 0n);
         else if (selection.kind === Kind.INLINE_FRAGMENT) add(selection.selectionSet.selections);
       }
     };
@@ -554,7 +554,7 @@ class Compiler {
       sized: null,
       rules: this.rules(owner, []),
       arguments: null,
-      graphs: 0,
+      graphs: 0n,
       requiredGraphs: null,
     };
   }
@@ -859,7 +859,7 @@ export function chargeKey(field: FieldCost, inputKeys: Map<InputCost, string>): 
   const rules = field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(',');
   const args = (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${inputKey(a.input, inputKeys)}`).join(',');
   // Federation: the subgraphs a field is fetched from decide the entity fetches below it.
-  const graphs = field.graphs === 0 ? '' : `|${field.graphs}:${field.requiredGraphs?.join(',') ?? ''}`;
+  const graphs = field.graphs === 0n ? '' : `|${field.graphs}:${field.requiredGraphs?.join(',') ?? ''}`;
   return `${rules}|${args}${graphs}`;
 }
 
