@@ -439,9 +439,9 @@ describe('envelop runs what was priced', () => {
       ],
     });
     const { parse, contextFactory, execute, schema: served } = getEnveloped({});
-    // Two operations and no name: graphql-js refuses to choose, so nothing is priced.
+    // Two operations and no name: graphql-js refuses to choose, so nothing is priced, and the limiter refuses it.
     const result = await execute({ document: parse('query A { cheap } query B { expensive }'), schema: served, contextValue: await contextFactory() });
-    expect(JSON.parse(JSON.stringify(result))).toEqual({ errors: [{ message: 'Must provide operation name if query contains multiple operations.' }] });
+    expect(JSON.parse(JSON.stringify(result))).toMatchObject({ errors: [{ message: 'Must provide operation name if query contains multiple operations.', extensions: { code: 'BAD_REQUEST' } }] });
     expect(ran).toEqual([]);
     expect(store.calls).toEqual([]);
   });

@@ -138,6 +138,18 @@ describe('Apollo Gateway: priced from the supergraph', () => {
     expect(subgraphs.work.total).toBe(0);
   });
 
+  it('an operationName that names no operation is refused with a 400 and no subgraph is called (the gateway reads "" as no name)', async () => {
+    const { endpoint } = await gateway(subgraphs.compose(), { buckets: [new TokenBucket('api', 100, Rate.perHour(1))] });
+    for (const operationName of ['', 'Nope']) {
+      // 690 tokens > 100: never, had it been priced.
+      const answer = await endpoint.post({ query: firstOf(30), operationName }, user());
+      expect(answer.status).toBe(400);
+      expect(answer.body.errors?.[0]).toMatchObject({ message: `Unknown operation named "${operationName}".`, extensions: { code: 'BAD_REQUEST' } });
+      expect(answer.body.data).toBeUndefined();
+    }
+    expect(subgraphs.work.total).toBe(0);
+  });
+
   it('reads @cost, @listSize and @tokenBucket imported under other names', async () => {
     const { endpoint } = await gateway(renamed.compose());
     const answer = await endpoint.post({ query: EXAMPLE_QUERY }, { ...user(), 'graphql-cost': 'validate' });

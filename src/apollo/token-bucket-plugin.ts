@@ -8,7 +8,7 @@ import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cos
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
 import type { BucketCheck, DryRun } from '../core/dry-run.js';
-import { executedOperation } from '../core/executed-operation.js';
+import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
 import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import { supergraphPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
@@ -86,9 +86,10 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           }
           // The operation graphql-js runs: with validation off, the last of
           // several of one name, where `requestContext.operation` is the first.
-          const operation = executedOperation(document, requestContext.request.operationName);
-          // Execution itself refuses, and runs nothing.
-          if (!operation) return;
+          const { operationName } = requestContext.request;
+          const operation = executedOperation(document, operationName);
+          // Nothing to price: refused here, as an executor other than graphql-js's (a gateway's) may run something.
+          if (!operation) throw withHttpStatus(unidentifiedOperationError(document, operationName), 400, apolloHttp);
           input = {
             schema,
             document,

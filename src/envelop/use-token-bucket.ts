@@ -10,7 +10,7 @@ import type { DryRun } from '../core/dry-run.js';
 import { operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
 import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
-import { executedOperation } from '../core/executed-operation.js';
+import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
 import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import { stitchedPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
@@ -43,7 +43,7 @@ export type TokenBucketEnvelopPlugin<TContext extends object> = Plugin<TContext>
 
 /**
  * An operation the plugin answers itself (refused, or `GraphQL-Cost:
- * validate`), or one it lets run (`null`: one execution will refuse).
+ * validate`), or one it lets run (`null`: nothing was decided).
  */
 type Admission<TContext> =
   | { readonly answer: ExecutionResult }
@@ -115,8 +115,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     }
     const document = args.document as DocumentNode;
     const operation = executedOperation(document, args.operationName);
-    // Execution itself answers "must provide operation name" and runs nothing.
-    if (!operation) return null;
+    // Nothing to price: refused here, as an executor other than graphql-js's (a gateway's) may run something.
+    if (!operation) return { answer: { errors: [withHttpStatus(unidentifiedOperationError(document, args.operationName), 400, yogaHttp)] } };
     const input: OperationInput<TContext> = {
       schema: args.schema as GraphQLSchema,
       document,

@@ -3,7 +3,7 @@ import type { DocumentNode, ExecutionArgs } from 'graphql';
 import type { ConnectionInitMessage, Context, OperationResult, SubscribePayload } from 'graphql-ws';
 import { operationFault, rateLimitedError, unavailableError } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable, reportOnFirst } from '../core/events.js';
-import { executedOperation } from '../core/executed-operation.js';
+import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
 import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
@@ -86,8 +86,8 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
       }
       if (invalid.length > 0) return invalid;
       const operation = executedOperation(document, payload.operationName);
-      // graphql-ws answers "Unable to identify operation" and runs nothing.
-      if (!operation) return;
+      // Nothing to price: refused here, as over HTTP.
+      if (!operation) return [unidentifiedOperationError(document, payload.operationName)];
 
       const input: OperationInput<Context<P, E>> = { schema, document, operation, variables: payload.variables, context: ctx, logger };
       let decision;
