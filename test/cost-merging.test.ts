@@ -150,6 +150,20 @@ describe('fields sharing a response key', () => {
     expect(price(fieldFirst)).toEqual({ api: 100000, users: 2 });
   });
 
+  it('price a field the interface does not declare on the types that have it, where validation is off', () => {
+    const model = new CostModel(schema);
+    const query = '{ node { comments(first: 1000) { id } } }';
+    const document = parse(query);
+    let comments = 0;
+    const post = { __typename: 'Post', comments: ({ first }: { first: number }) => Array.from({ length: first }, () => ({ id: `c${comments++}` })) };
+    const result = execute({ schema, document, rootValue: { node: post } });
+    if ('then' in result) throw new Error('resolvers are synchronous');
+    expect(comments).toBe(1000);
+    // node 1 + comments 1000 × 1 = 1001, as on a Post; priced on User, which stands for Post's class by Node's fields, it was 1
+    expect(Object.fromEntries(model.costOf(document, getOperationAST(document)!))).toEqual({ api: 1001 });
+    expect(Object.fromEntries(model.actualCostOf(document, getOperationAST(document)!, undefined, result.data))).toEqual({ api: 1001 });
+  });
+
   it('price a fragment spread twice and the same fragment inside another once', () => {
     const query =
       '{ viewer { ...A ...B ...A } } fragment A on User { friends(first: 6) { id } } fragment B on User { ...A friends(first: 6) { name } avatar { url } }';

@@ -1,4 +1,4 @@
-import { Kind } from 'graphql';
+import { Kind, isInterfaceType } from 'graphql';
 import type { ArgumentNode, DirectiveNode, DocumentNode, FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
 import type { CompositeCost, SchemaCosts } from './schema-costs.js';
 
@@ -152,6 +152,13 @@ export function pricedTypes(costs: SchemaCosts, type: CompositeCost, names: Read
   return new PricedTypes(types, named, standIns, tables.classOf);
 }
 
+/** Whether fields of that name on an abstract type's possible types are priced alike by its classes: `__typename`, or one it declares. */
+function declares(type: CompositeCost, name: string): boolean {
+  if (name === '__typename') return true;
+  const declared = type.type;
+  return isInterfaceType(declared) && Object.prototype.hasOwnProperty.call(declared.getFields(), name);
+}
+
 /** Narrower type conditions in one selection set past which every possible type is priced. */
 export const MAX_CONDITIONS = 64;
 
@@ -168,8 +175,10 @@ export class NarrowerConditions {
   /**
    * The type conditions other than `type` named at `selectionSet`'s own
    * level, through inline fragments on `type` and the fragments it spreads
-   * (null: too many to be worth telling apart, or a fragment cycle). What a
-   * narrower condition holds applies only to types it names already.
+   * (null: too many to be worth telling apart, a field the type does not
+   * declare, which only validation turned off lets through, or a fragment
+   * cycle). What a narrower condition holds applies only to types it names
+   * already.
    */
   of(selectionSet: SelectionSetNode, type: CompositeCost): ReadonlySet<string> | null {
     const keyOf = (set: SelectionSetNode): number => {
@@ -181,7 +190,7 @@ export class NarrowerConditions {
     // Selection sets whose answer waits on the fragments they spread, each with its own conditions and those fragments' sets.
     const pending: SelectionSetNode[] = [selectionSet];
     const open = new Set<SelectionSetNode>(pending);
-    const own = new Map<SelectionSetNode, { names: Set<string>; spreads: SelectionSetNode[] }>();
+    const own = new Map<SelectionSetNode, { names: Set<string>; spreads: SelectionSetNode[]; undeclared: boolean }>();
     const done = (): void => void open.delete(pending.pop()!);
     while (pending.length > 0) {
       const current = pending[pending.length - 1]!;
@@ -193,11 +202,14 @@ export class NarrowerConditions {
       }
       let level = own.get(current);
       if (level === undefined) {
-        level = { names: new Set(), spreads: [] };
+        level = { names: new Set(), spreads: [], undeclared: false };
         const lists: (readonly SelectionNode[])[] = [current.selections];
         while (lists.length > 0) {
           for (const selection of lists.pop()!) {
-            if (selection.kind === Kind.INLINE_FRAGMENT) {
+            if (selection.kind === Kind.FIELD) {
+              // A field the abstract type does not declare (validation off) runs on the types that have it: they are told apart by it.
+              if (!declares(type, selection.name.value)) level.undeclared = true;
+            } else if (selection.kind === Kind.INLINE_FRAGMENT) {
               const condition = selection.typeCondition?.name.value;
               if (condition === undefined || condition === type.name) lists.push(selection.selectionSet.selections);
               else level.names.add(condition);
@@ -212,9 +224,9 @@ export class NarrowerConditions {
         }
         own.set(current, level);
       }
-      let names: Set<string> | null = level.names;
+      let names: Set<string> | null = level.undeclared ? null : level.names;
       let blocked = false;
-      for (const spread of level.spreads) {
+      for (const spread of names === null ? [] : level.spreads) {
         const below = known.get(keyOf(spread));
         if (below === undefined) {
           // A fragment spread inside itself (an invalid operation): every type is priced.
