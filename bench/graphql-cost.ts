@@ -368,6 +368,10 @@ export function pricingCases(scale = 1): PricingCase[] {
   const responseData = Object.fromEntries(Array.from({ length: aliases }, (_, i) => [`a${i}`, { id: String(i) }]));
   const abstractAliases = Math.round(16000 * scale);
   const namedAliases = Math.round(8000 * scale);
+  const conditionSets = Math.round(1000 * scale);
+  const conditionsFragment = `fragment F on Node { ${Array.from({ length: 65 }, (_, i) => `... on T${i} { id }`).join(' ')} }`;
+  const conditionsSource = `{ ${Array.from({ length: conditionSets }, (_, i) => `a${i}: node { ...F ... on T1 { f(x: ${i}) } }`).join(' ')} }\n${conditionsFragment}`;
+  const conditionsData = Object.fromEntries(Array.from({ length: conditionSets }, (_, i) => [`a${i}`, { id: String(i), f: null }]));
   return [
     {
       name: 'response walk, aliases × 2,000 types',
@@ -394,8 +398,32 @@ export function pricingCases(scale = 1): PricingCase[] {
       target: TARGET_PRICE_TO_VALIDATE,
       price: (model, document, operation) => model.costOf(document, operation),
     },
+    {
+      name: 'a 65-type fragment of 2,000 in sets',
+      description: `costOf of ${conditionSets} aliases aI: node { ...F ... on T1 { f(x: I) } }, F naming 65 types of an interface of 2,000`,
+      schema: wideSchema(2000),
+      source: conditionsSource,
+      target: TARGET_NAMED_TYPES,
+      price: (model, document, operation) => model.costOf(document, operation),
+    },
+    {
+      name: 'response walk, a 65-type fragment of 2,000',
+      description: `actualCostOf of the same ${conditionSets} aliases, each answered as a T1 { id f }`,
+      schema: wideSchema(2000),
+      source: conditionsSource,
+      target: TARGET_NAMED_TYPES,
+      prepare: (model, document, operation) => void model.costOf(document, operation),
+      price: (model, document, operation) => model.actualCostOf(document, operation, undefined, conditionsData),
+    },
   ];
 }
+
+/**
+ * A set that names many types of an interface is priced once on each of
+ * them: what it costs grows with the types named (graphql-js collects them
+ * per object too), never with the interface's size.
+ */
+const TARGET_NAMED_TYPES = 10;
 
 export function runPricingBench({ runs = 5, scale = 1 } = {}): PricingCaseFigures[] {
   return pricingCases(scale).map((c) => {
