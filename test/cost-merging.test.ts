@@ -164,6 +164,29 @@ describe('fields sharing a response key', () => {
     expect(Object.fromEntries(model.actualCostOf(document, getOperationAST(document)!, undefined, result.data))).toEqual({ api: 1001 });
   });
 
+  it('price fragments reached along many paths once, in time linear in the document', () => {
+    // F0 spreads F1 and F2, F1 spreads F2 and F3, …: F30 and F31 reached along 2,178,309 paths, each node merged once (it threw a RangeError)
+    const fragments = Array.from({ length: 30 }, (_, i) => `fragment F${i} on User { ...F${i + 1} ...F${i + 2} }`).join(' ');
+    const query = `{ viewer { ...F0 } } ${fragments} fragment F30 on User { friends(first: 5) { id } } fragment F31 on User { friends(first: 5) { name } }`;
+    // viewer 1 + friends 5 × 1 = 6
+    expect(costOf(query)).toEqual({ api: 6 });
+    expect(actualCostOf(query, run(query))).toEqual({ api: 6 });
+  });
+
+  it('price a cycle of fragments (validation off) wherever it is spread, as graphql-js runs the whole cycle from there', () => {
+    const model = new CostModel(schema);
+    const query =
+      '{ viewer { ...A } users(first: 1) { ...C } } fragment A on User { ...B posts(first: 1000) { id } } fragment B on User { ...C } fragment C on User { ...A id }';
+    const document = parse(query);
+    let posts = 0;
+    const user = () => ({ id: 'u', posts: ({ first }: { first: number }) => Array.from({ length: first }, () => ({ id: `p${posts++}` })) });
+    const result = execute({ schema, document, rootValue: { viewer: user(), users: () => [user()] } });
+    if ('then' in result) throw new Error('resolvers are synchronous');
+    expect(posts).toBe(2000);
+    // viewer 1 + posts 1000; users: fixed 2, api 1 × (1 + posts 1000): 2002. C's plan cut at A (below viewer) was kept as C's: 1002
+    expect(Object.fromEntries(model.costOf(document, getOperationAST(document)!))).toEqual({ api: 2002, users: 2, posts: 2 });
+  });
+
   it('price a fragment spread twice and the same fragment inside another once', () => {
     const query =
       '{ viewer { ...A ...B ...A } } fragment A on User { friends(first: 6) { id } } fragment B on User { ...A friends(first: 6) { name } avatar { url } }';
