@@ -324,7 +324,7 @@ function median(values: readonly number[]): number {
 
 /** An interface `Node` of `types` implementations, each with `f(x: Int)`; `conn` returns an interface whose `items` it sizes. */
 function wideSchema(types: number): string {
-  const implementations = Array.from({ length: types }, (_, i) => `type T${i} implements Node { id: ID f(x: Int): Int }`).join('\n');
+  const implementations = Array.from({ length: types }, (_, i) => `type T${i} implements Node & Stamped { id: ID f(x: Int): Int at: Int }`).join('\n');
   return `${tokenBucketDirectiveTypeDefs}
 directive @listSize(assumedSize: Int, slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: Boolean = true) on FIELD_DEFINITION
 type Query @tokenBucket(name: "api") {
@@ -332,6 +332,7 @@ type Query @tokenBucket(name: "api") {
   conn(first: Int): Paged @listSize(slicingArguments: ["first"], sizedFields: ["items"])
 }
 interface Node { id: ID }
+interface Stamped { at: Int }
 interface Paged { items: [Leaf] }
 type Leaf { id: ID }
 type PageA implements Paged { items: [Leaf] extra: Leaf }
@@ -395,6 +396,14 @@ export function pricingCases(scale = 1): PricingCase[] {
       description: `costOf of ${namedAliases} aliases aI: node { ... on T1 { f(x: I) } } on an interface of 4,000 types`,
       schema: wideSchema(4000),
       source: `{ ${Array.from({ length: namedAliases }, (_, i) => `a${i}: node { ... on T1 { f(x: ${i}) } }`).join(' ')} }`,
+      target: TARGET_PRICE_TO_VALIDATE,
+      price: (model, document, operation) => model.costOf(document, operation),
+    },
+    {
+      name: 'another interface of 2,000 types',
+      description: `costOf of ${conditionSets} aliases aI: node { ... on Stamped { at } ... on T1 { f(x: I) } }, every type of Node a Stamped`,
+      schema: wideSchema(2000),
+      source: `{ ${Array.from({ length: conditionSets }, (_, i) => `a${i}: node { ... on Stamped { at } ... on T1 { f(x: ${i}) } }`).join(' ')} }`,
       target: TARGET_PRICE_TO_VALIDATE,
       price: (model, document, operation) => model.costOf(document, operation),
     },

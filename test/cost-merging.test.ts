@@ -196,6 +196,33 @@ describe('fields sharing a response key', () => {
   });
 });
 
+describe('conditions on other interfaces', () => {
+  const paged = pricer(
+    buildSchema(`${tokenBucketDirectiveTypeDefs}
+      type Query @tokenBucket(name: "api") { node: Node }
+      interface Node { id: ID }
+      interface Paged { rows(first: Int): [Row] }
+      type Row { id: ID }
+      type A implements Node & Paged { id: ID rows(first: Int): [Row] }
+      type D implements Node & Paged { id: ID rows(first: Int): [Row] @tokenBucket(name: "rows", cost: 7) }
+      type B implements Node & Paged { id: ID rows(first: Int): [Row] @tokenBucket(name: "rows", cost: 7) extra(first: Int): [Row] }
+      type C implements Node { id: ID }
+    `),
+  );
+
+  it('price the types each condition applies to by what its fields cost on them', () => {
+    // A: node 1 + rows 5 × 1 = 6; B and D: 6 and their rows' fixed 7; C: 1. The most expensive per bucket: api 6, rows 7
+    expect(paged.costOf('{ node { ... on Paged { rows(first: 5) { id } } } }')).toEqual({ api: 6, rows: 7 });
+    expect(paged.costOf('{ node { ...P } } fragment P on Paged { rows(first: 5) { id } }')).toEqual({ api: 6, rows: 7 });
+    // A type named inside the condition is priced on its own, not as D, whose fields of Paged price alike: B's extra, 1 + 1,000 × 1
+    const nested = '{ node { ... on Paged { ... on B { extra(first: 1000) { id } } } } }';
+    expect(paged.costOf(nested)).toEqual({ api: 1001 });
+    const extra = Array.from({ length: 1000 }, (_, i) => ({ id: String(i) }));
+    expect(paged.actualCostOf(nested, { node: { extra } })).toEqual({ api: 1001 });
+    expect(paged.costOf('{ node { ...P } } fragment P on Paged { ...Q } fragment Q on B { extra(first: 1000) { id } }')).toEqual({ api: 1001 });
+  });
+});
+
 describe('fields under @defer', () => {
   // An executor with incremental delivery (graphql-tools, as Yoga runs it) collects a deferred fragment on its own and runs its fields again.
   const deferring = pricer(buildSchema(`${SDL}\ndirective @defer(if: Boolean, label: String) on FRAGMENT_SPREAD | INLINE_FRAGMENT`));

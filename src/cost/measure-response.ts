@@ -5,7 +5,7 @@ import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
 import { deferred } from './collect-fields.js';
 import { NarrowerConditions, applies, included, pricedTypes, sat } from './selections.js';
-import type { PricedTypes } from './selections.js';
+import type { Classes, PricedTypes } from './selections.js';
 
 const FIELD = Kind.FIELD;
 const INLINE_FRAGMENT = Kind.INLINE_FRAGMENT;
@@ -148,6 +148,8 @@ class ResponseWalk {
   private readonly nodeIds = new Map<FieldNode, number>();
   private saved: Float64Array | null = null;
   private savedLength = 0;
+  /** Classes of possible types split by conditions on other interfaces and unions, per set of them. */
+  private readonly refinements = new Map<string, Classes>();
   /** What each fragment collects on each type, by type number and name. */
   private readonly fragmentFields = new Map<string, Collected>();
 
@@ -155,7 +157,7 @@ class ResponseWalk {
     this.width = input.costs.bucketNames.length + 1;
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
     this.typeCount = input.costs.types.size;
-    this.conditions = new NarrowerConditions(input.fragments, input.selectionSetIds, this.typeCount);
+    this.conditions = new NarrowerConditions(input.costs, input.fragments, input.selectionSetIds, this.typeCount);
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost, data: unknown): void {
@@ -410,7 +412,7 @@ class ResponseWalk {
         }
         for (const name of own) names.add(name);
       }
-      group.priced.set(type, (priced = pricedTypes(this.input.costs, type, names)));
+      group.priced.set(type, (priced = pricedTypes(this.input.costs, type, names, this.refinements)));
     }
     return priced;
   }
