@@ -151,6 +151,7 @@ describe.each([
     // export: 1 row × (Row 1 + id @cost 1) = 2; api: search 2 × (Book 1 + id 0) = 2, plus
     // export's 2 = 4; search: its fixed 5. Three buckets, one call; the response uses all of it.
     const three = { query: '{ search(term: "Book", first: 2) { id } export(rows: 1) { id } }' };
+    const started = performance.now();
     const first = await served.post(three, user);
     expect(first.status).toBe(200);
     expect(first.body.extensions?.['rateLimit']).toEqual({
@@ -167,9 +168,14 @@ describe.each([
     expect(denied.status).toBe(429);
     expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'search', cost: 5 });
     expect(await served.left(buckets.search, user)).toBe(0);
-    expect(await served.left(buckets.export, user)).toBeGreaterThanOrEqual(500 - 4 * 2);
-    expect(await served.left(buckets.export, user)).toBeLessThan(500 - 4 * 2 + 1);
-    expect(await served.left(buckets.api, user)).toBeLessThan(1000 - 4 * 4 + 1);
+    const exportLeft = await served.left(buckets.export, user);
+    const apiLeft = await served.left(buckets.api, user);
+    // Whole tokens refilled since the first operation (export 500 and api 1,000 a minute) may be back: on a busy machine these
+    // five requests outlast a token's refill (120 ms for export).
+    const refilled = (perMinute: number): number => Math.ceil(((performance.now() - started) * perMinute) / 60_000);
+    expect(exportLeft).toBeGreaterThanOrEqual(500 - 4 * 2);
+    expect(exportLeft).toBeLessThanOrEqual(500 - 4 * 2 + refilled(500));
+    expect(apiLeft).toBeLessThanOrEqual(1000 - 4 * 4 + refilled(1000));
     expect(served.store.calls).toHaveLength(5); // one per operation (the reads above are not all-or-nothing calls)
   });
 
