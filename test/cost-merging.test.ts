@@ -150,12 +150,76 @@ describe('fields sharing a response key', () => {
     expect(price(fieldFirst)).toEqual({ api: 100000, users: 2 });
   });
 
+  it('price a field the interface does not declare on the types that have it, where validation is off', () => {
+    const model = new CostModel(schema);
+    const query = '{ node { comments(first: 1000) { id } } }';
+    const document = parse(query);
+    let comments = 0;
+    const post = { __typename: 'Post', comments: ({ first }: { first: number }) => Array.from({ length: first }, () => ({ id: `c${comments++}` })) };
+    const result = execute({ schema, document, rootValue: { node: post } });
+    if ('then' in result) throw new Error('resolvers are synchronous');
+    expect(comments).toBe(1000);
+    // node 1 + comments 1000 × 1 = 1001, as on a Post; priced on User, which stands for Post's class by Node's fields, it was 1
+    expect(Object.fromEntries(model.costOf(document, getOperationAST(document)!))).toEqual({ api: 1001 });
+    expect(Object.fromEntries(model.actualCostOf(document, getOperationAST(document)!, undefined, result.data))).toEqual({ api: 1001 });
+  });
+
+  it('price fragments reached along many paths once, in time linear in the document', () => {
+    // F0 spreads F1 and F2, F1 spreads F2 and F3, …: F30 and F31 reached along 2,178,309 paths, each node merged once (it threw a RangeError)
+    const fragments = Array.from({ length: 30 }, (_, i) => `fragment F${i} on User { ...F${i + 1} ...F${i + 2} }`).join(' ');
+    const query = `{ viewer { ...F0 } } ${fragments} fragment F30 on User { friends(first: 5) { id } } fragment F31 on User { friends(first: 5) { name } }`;
+    // viewer 1 + friends 5 × 1 = 6
+    expect(costOf(query)).toEqual({ api: 6 });
+    expect(actualCostOf(query, run(query))).toEqual({ api: 6 });
+  });
+
+  it('price a cycle of fragments (validation off) wherever it is spread, as graphql-js runs the whole cycle from there', () => {
+    const model = new CostModel(schema);
+    const query =
+      '{ viewer { ...A } users(first: 1) { ...C } } fragment A on User { ...B posts(first: 1000) { id } } fragment B on User { ...C } fragment C on User { ...A id }';
+    const document = parse(query);
+    let posts = 0;
+    const user = () => ({ id: 'u', posts: ({ first }: { first: number }) => Array.from({ length: first }, () => ({ id: `p${posts++}` })) });
+    const result = execute({ schema, document, rootValue: { viewer: user(), users: () => [user()] } });
+    if ('then' in result) throw new Error('resolvers are synchronous');
+    expect(posts).toBe(2000);
+    // viewer 1 + posts 1000; users: fixed 2, api 1 × (1 + posts 1000): 2002. C's plan cut at A (below viewer) was kept as C's: 1002
+    expect(Object.fromEntries(model.costOf(document, getOperationAST(document)!))).toEqual({ api: 2002, users: 2, posts: 2 });
+  });
+
   it('price a fragment spread twice and the same fragment inside another once', () => {
     const query =
       '{ viewer { ...A ...B ...A } } fragment A on User { friends(first: 6) { id } } fragment B on User { ...A friends(first: 6) { name } avatar { url } }';
     // viewer 1 + friends 6 × 1 + avatar 1 = 8
     expect(costOf(query)).toEqual({ api: 8 });
     expect(actualCostOf(query, run(query))).toEqual({ api: 8 });
+  });
+});
+
+describe('conditions on other interfaces', () => {
+  const paged = pricer(
+    buildSchema(`${tokenBucketDirectiveTypeDefs}
+      type Query @tokenBucket(name: "api") { node: Node }
+      interface Node { id: ID }
+      interface Paged { rows(first: Int): [Row] }
+      type Row { id: ID }
+      type A implements Node & Paged { id: ID rows(first: Int): [Row] }
+      type D implements Node & Paged { id: ID rows(first: Int): [Row] @tokenBucket(name: "rows", cost: 7) }
+      type B implements Node & Paged { id: ID rows(first: Int): [Row] @tokenBucket(name: "rows", cost: 7) extra(first: Int): [Row] }
+      type C implements Node { id: ID }
+    `),
+  );
+
+  it('price the types each condition applies to by what its fields cost on them', () => {
+    // A: node 1 + rows 5 × 1 = 6; B and D: 6 and their rows' fixed 7; C: 1. The most expensive per bucket: api 6, rows 7
+    expect(paged.costOf('{ node { ... on Paged { rows(first: 5) { id } } } }')).toEqual({ api: 6, rows: 7 });
+    expect(paged.costOf('{ node { ...P } } fragment P on Paged { rows(first: 5) { id } }')).toEqual({ api: 6, rows: 7 });
+    // A type named inside the condition is priced on its own, not as D, whose fields of Paged price alike: B's extra, 1 + 1,000 × 1
+    const nested = '{ node { ... on Paged { ... on B { extra(first: 1000) { id } } } } }';
+    expect(paged.costOf(nested)).toEqual({ api: 1001 });
+    const extra = Array.from({ length: 1000 }, (_, i) => ({ id: String(i) }));
+    expect(paged.actualCostOf(nested, { node: { extra } })).toEqual({ api: 1001 });
+    expect(paged.costOf('{ node { ...P } } fragment P on Paged { ...Q } fragment Q on B { extra(first: 1000) { id } }')).toEqual({ api: 1001 });
   });
 });
 

@@ -79,6 +79,15 @@ interface Scan {
   readonly type: CompositeCost;
   /** Fragment plans this one waits for. */
   readonly spreads: SelectionSetNode[];
+  /** The shallowest open plan this one, or one it spreads, was cut at (a fragment spread inside itself): its own depth when none. */
+  low: number;
+}
+
+/** A plan cut at a fragment still open where it was built: right only below that fragment. */
+interface PartialPlan {
+  readonly plan: Plan;
+  /** The open fragment it was cut at, or null when that is no longer known. */
+  readonly cutAt: Group | null;
 }
 
 /** Whether a fragment is deferred: `@defer` without an `if` that is false (an unknown one counts as deferred). */
@@ -126,6 +135,8 @@ export class FieldCollector {
   private readonly conditionIndexes = new Map<readonly SelectionNode[], ConditionIndex>();
   private plans = 0;
   private groupCount = 0;
+  /** While `plan` builds: the plans it cut at a fragment spread inside itself. */
+  private partial: Map<Group, PartialPlan> | null = null;
 
   constructor(
     private readonly costs: SchemaCosts,
@@ -161,31 +172,62 @@ export class FieldCollector {
     return group.selectionSets.length === 1 ? this.contentIds.get(group.selectionSets[0]!) : undefined;
   }
 
-  /** The plan of `group` on the object type `type`, with those of the fragments it spreads. */
+  /**
+   * The plan of `group` on the object type `type`, with those of the
+   * fragments it spreads, as graphql-js collects them for a field's
+   * selection (a fresh set of visited fragments).
+   *
+   * A fragment spread inside itself (validation off) is cut where it is met
+   * again: graphql-js skips a fragment it visited. A plan cut so is right
+   * only below the fragment it was cut at, which holds the rest: it is kept
+   * for this call alone, not as the fragment's plan (spread afresh
+   * elsewhere, graphql-js runs the whole cycle from there).
+   */
   plan(group: Group, type: CompositeCost): Plan {
     const known = group.plans.get(type);
     if (known !== undefined) return known;
     // Depth first without recursion: a plan is built once the plans of the fragments it spreads are.
-    const pending: Scan[] = [{ group, type, spreads: this.spreadsOf(group, type) }];
-    const open = new Set<Group>([group]);
-    while (pending.length > 0) {
-      const top = pending[pending.length - 1]!;
-      let waiting = false;
-      while (top.spreads.length > 0) {
-        const fragmentGroup = this.group([top.spreads[top.spreads.length - 1]!]);
-        if (fragmentGroup.plans.has(type) || open.has(fragmentGroup)) {
-          top.spreads.pop();
-          continue;
+    const pending: Scan[] = [{ group, type, spreads: this.spreadsOf(group, type), low: 0 }];
+    const depths = new Map<Group, number>([[group, 0]]);
+    const partial = new Map<Group, PartialPlan>();
+    this.partial = partial;
+    try {
+      while (pending.length > 0) {
+        const depth = pending.length - 1;
+        const top = pending[depth]!;
+        let waiting = false;
+        while (top.spreads.length > 0) {
+          const fragmentGroup = this.group([top.spreads[top.spreads.length - 1]!]);
+          const open = depths.get(fragmentGroup);
+          const cut = partial.get(fragmentGroup);
+          if (open !== undefined || cut !== undefined) {
+            const at = open ?? (cut!.cutAt === null ? undefined : depths.get(cut!.cutAt));
+            top.low = Math.min(top.low, at ?? -1);
+          }
+          if (fragmentGroup.plans.has(type) || open !== undefined || cut !== undefined) {
+            top.spreads.pop();
+            continue;
+          }
+          pending.push({ group: fragmentGroup, type, spreads: this.spreadsOf(fragmentGroup, type), low: depth + 1 });
+          depths.set(fragmentGroup, depth + 1);
+          waiting = true;
+          break;
         }
-        pending.push({ group: fragmentGroup, type, spreads: this.spreadsOf(fragmentGroup, type) });
-        open.add(fragmentGroup);
-        waiting = true;
-        break;
+        if (waiting) continue;
+        pending.pop();
+        depths.delete(top.group);
+        if (depth > 0 && top.low < depth) {
+          // Cut at a fragment above it: a plan of this call only, under a group of its own.
+          const cutAt = top.low >= 0 ? pending[top.low]!.group : null;
+          partial.set(top.group, { plan: this.build(top.group, type, this.syntheticGroup()), cutAt });
+          const parent = pending[depth - 1]!;
+          parent.low = Math.min(parent.low, top.low);
+        } else {
+          top.group.plans.set(type, this.build(top.group, type, top.group));
+        }
       }
-      if (waiting) continue;
-      pending.pop();
-      open.delete(top.group);
-      top.group.plans.set(type, this.build(top.group, type));
+    } finally {
+      this.partial = null;
     }
     return group.plans.get(type)!;
   }
@@ -252,7 +294,7 @@ export class FieldCollector {
     return spreads;
   }
 
-  private build(group: Group, type: CompositeCost): Plan {
+  private build(group: Group, type: CompositeCost, owner: Group): Plan {
     // In execution order: each field node, and each fragment spread (as its plan).
     const sequence: (FieldNode | Plan)[] = [];
     const own = new Map<string, FieldNode[]>();
@@ -270,7 +312,8 @@ export class FieldCollector {
         sequence.push(node);
       },
       (selectionSet, deferred) => {
-        const plan = this.group([selectionSet]).plans.get(type);
+        const fragmentGroup = this.group([selectionSet]);
+        const plan = this.partial?.get(fragmentGroup)?.plan ?? fragmentGroup.plans.get(type);
         // Absent only for a fragment spread inside itself (an invalid operation): cut there.
         if (plan === undefined) return;
         if (deferred) {
@@ -297,7 +340,7 @@ export class FieldCollector {
     if (merged !== null) for (const [key, nodes] of this.mergedNodes(merged, sequence)) this.addField(items, byKey, type, key, nodes);
     if (spreads !== null) items.push({ spread: true, segment: false, deferred: false, plan: spreads, excluded: exclusionOf(merged, spreads, this) });
     for (const plan of deferredPlans) items.push({ spread: true, segment: false, deferred: true, plan, excluded: null });
-    return this.finish(group, type, items, byKey);
+    return this.finish(owner, type, items, byKey);
   }
 
   /** Several fragment plans as one: the keys they share merged, each of them less those keys. */
@@ -321,16 +364,27 @@ export class FieldCollector {
     return combined;
   }
 
-  /** For each key of `merged`, its field nodes in execution order through `parts` (field nodes and plans). */
+  /**
+   * For each key of `merged`, its field nodes in execution order through
+   * `parts` (field nodes and plans), each once: a fragment reached along
+   * several paths (each of 30 fragments spreading the next two) holds the
+   * same nodes along each, and graphql-js collects it once.
+   */
   private mergedNodes(merged: ReadonlySet<string>, parts: readonly (FieldNode | Plan)[]): Map<string, FieldNode[]> {
     const nodes = new Map<string, FieldNode[]>();
+    const seen = new Set<FieldNode>();
+    const add = (key: string, node: FieldNode): void => {
+      if (seen.has(node)) return;
+      seen.add(node);
+      nodes.get(key)?.push(node);
+    };
     for (const key of merged) nodes.set(key, []);
     for (const part of parts) {
       if ('kind' in part) {
-        nodes.get(part.alias?.value ?? part.name.value)?.push(part);
+        add(part.alias?.value ?? part.name.value, part);
       } else {
         const keys = this.keysOf(part);
-        for (const key of merged) if (keys.has(key)) nodes.get(key)!.push(...this.nodesOf(part, key));
+        for (const key of merged) if (keys.has(key)) for (const node of this.nodesOf(part, key)) add(key, node);
       }
     }
     return nodes;

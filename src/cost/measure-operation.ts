@@ -7,6 +7,7 @@ import type { Exclusion, Group, Plan, SpreadItem } from './collect-fields.js';
 import { EntityFetches } from './entity-fetches.js';
 import { childContext } from './sized-contexts.js';
 import { NarrowerConditions, pricedTypes } from './selections.js';
+import type { Classes } from './selections.js';
 import { largerSize, sizeOf } from './sizes.js';
 import type { SizeTerms } from './size-terms.js';
 import { addTerms, envelope, scaleTerms, substituteAll, substituteNearest } from './size-terms.js';
@@ -155,6 +156,8 @@ class Walk {
   private readonly conditions: NarrowerConditions;
   /** `typesToPrice` answers where conditions narrow, by type and the conditions named. */
   private typeLists: Map<string, readonly CompositeCost[]> | null = null;
+  /** Classes of possible types split by conditions on other interfaces and unions, per set of them. */
+  private readonly refinements = new Map<string, Classes>();
 
   private entityFetches: EntityFetches | null = null;
 
@@ -170,7 +173,7 @@ class Walk {
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
     this.typeCount = input.costs.types.size;
     this.collector = input.collector ?? new FieldCollector(input.costs, input.fragments, input.variables, input.selectionSetIds);
-    this.conditions = new NarrowerConditions(input.fragments, input.selectionSetIds, this.typeCount);
+    this.conditions = new NarrowerConditions(input.costs, input.fragments, input.selectionSetIds, this.typeCount);
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost): void {
@@ -573,7 +576,7 @@ class Walk {
     if (names === null) return type.representatives!;
     const listKey = `${type.index}:${[...names].sort().join('\u0000')}`;
     let types = this.typeLists?.get(listKey);
-    if (types === undefined) (this.typeLists ??= new Map()).set(listKey, (types = pricedTypes(this.costs, type, names).types));
+    if (types === undefined) (this.typeLists ??= new Map()).set(listKey, (types = pricedTypes(this.costs, type, names, this.refinements).types));
     return types;
   }
 

@@ -6,7 +6,7 @@ import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
 import { deferred } from './collect-fields.js';
 import { NarrowerConditions, applies, included, pricedTypes, sat } from './selections.js';
-import type { PricedTypes } from './selections.js';
+import type { Classes, PricedTypes } from './selections.js';
 
 const FIELD = Kind.FIELD;
 const INLINE_FRAGMENT = Kind.INLINE_FRAGMENT;
@@ -69,6 +69,13 @@ interface Plan {
   readonly typenames: ReadonlySet<string>;
   /** Equal for two plans that price every object alike (the same keys, fields priced alike, the same groups below). */
   readonly shape: string;
+}
+
+/** What a fragment collects on one type by itself. */
+interface Collected {
+  readonly fields: readonly FieldNode[];
+  readonly deferred: readonly SelectionSetNode[];
+  readonly visited: ReadonlySet<string>;
 }
 
 export interface ResponseInput {
@@ -144,6 +151,10 @@ class ResponseWalk {
   private readonly nodeIds = new Map<FieldNode, number>();
   private saved: Float64Array | null = null;
   private savedLength = 0;
+  /** Classes of possible types split by conditions on other interfaces and unions, per set of them. */
+  private readonly refinements = new Map<string, Classes>();
+  /** What each fragment collects on each type, by type number and name. */
+  private readonly fragmentFields = new Map<string, Collected>();
 
   private entityFetches: EntityFetches | null = null;
 
@@ -151,7 +162,7 @@ class ResponseWalk {
     this.width = input.costs.bucketNames.length + 1;
     this.stack = new Float64Array(this.width * INITIAL_DEPTH);
     this.typeCount = input.costs.types.size;
-    this.conditions = new NarrowerConditions(input.fragments, input.selectionSetIds, this.typeCount);
+    this.conditions = new NarrowerConditions(input.costs, input.fragments, input.selectionSetIds, this.typeCount);
   }
 
   run(selectionSet: SelectionSetNode, root: CompositeCost, data: unknown): void {
@@ -414,7 +425,7 @@ class ResponseWalk {
         }
         for (const name of own) names.add(name);
       }
-      group.priced.set(type, (priced = pricedTypes(this.input.costs, type, names)));
+      group.priced.set(type, (priced = pricedTypes(this.input.costs, type, names, this.refinements)));
     }
     return priced;
   }
@@ -494,59 +505,16 @@ class ResponseWalk {
     if (known !== undefined) return known;
     const collections: Map<string, FieldNode[]>[] = [];
     const pendingSets: (readonly SelectionSetNode[])[] = [group.selectionSets];
-    const variables = this.input.variables;
     for (let sets = pendingSets.pop(); sets !== undefined; sets = pendingSets.pop()) {
       const byKey = new Map<string, FieldNode[]>();
       collections.push(byKey);
-      const visited = new Set<string>();
-      const lists: (readonly SelectionNode[])[] = [];
-      const cursors: number[] = [];
-      for (let s = sets.length - 1; s >= 0; s--) {
-        lists.push(sets[s]!.selections);
-        cursors.push(0);
-      }
-      while (lists.length > 0) {
-        const top = lists.length - 1;
-        const list = lists[top]!;
-        const cursor = cursors[top]!;
-        if (cursor >= list.length) {
-          lists.pop();
-          cursors.pop();
-          continue;
-        }
-        cursors[top] = cursor + 1;
-        const selection = list[cursor]!;
-        if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
-        if (selection.kind === FIELD) {
-          const key = selection.alias?.value ?? selection.name.value;
-          const nodes = byKey.get(key);
-          if (nodes === undefined) byKey.set(key, [selection]);
-          else nodes.push(selection);
-        } else if (selection.kind === INLINE_FRAGMENT) {
-          if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
-            if (deferred(selection.directives, variables)) {
-              pendingSets.push([selection.selectionSet]);
-            } else {
-              lists.push(selection.selectionSet.selections);
-              cursors.push(0);
-            }
-          }
-        } else if (selection.kind === FRAGMENT_SPREAD) {
-          const name = selection.name.value;
-          const defer = deferred(selection.directives, variables);
-          if (!defer && visited.has(name)) continue;
-          if (!defer) visited.add(name);
-          const fragment = this.input.fragments.get(name);
-          if (fragment !== undefined && applies(fragment.typeCondition.name.value, type)) {
-            if (defer) {
-              pendingSets.push([fragment.selectionSet]);
-            } else {
-              lists.push(fragment.selectionSet.selections);
-              cursors.push(0);
-            }
-          }
-        }
-      }
+      const add = (selection: FieldNode): void => {
+        const key = selection.alias?.value ?? selection.name.value;
+        const nodes = byKey.get(key);
+        if (nodes === undefined) byKey.set(key, [selection]);
+        else nodes.push(selection);
+      };
+      this.collect(sets, type, new Set(), add, (set) => void pendingSets.push([set]), true);
     }
     const fields = type.fields ?? new Map<string, FieldCost>();
     const entries: PlanEntry[] = [];
@@ -573,6 +541,89 @@ class ResponseWalk {
     const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename, typenames, shape };
     group.plans.set(type, plan);
     return plan;
+  }
+
+  /**
+   * graphql-js CollectFields of `sets` on `type`, fragments expanded once
+   * (`visited`): each field to `onField` and each deferred selection set
+   * to `onDeferred`, in execution order. With `flatten`, a fragment spread
+   * at this level is read from what it collects on `type`, kept per
+   * fragment and type, so a fragment spread in many sets is walked once
+   * per type, not once per set (what it holds beyond what graphql-js
+   * visited before it is only fields that merge by key).
+   */
+  private collect(
+    sets: readonly SelectionSetNode[],
+    type: CompositeCost,
+    visited: Set<string>,
+    onField: (node: FieldNode) => void,
+    onDeferred: (set: SelectionSetNode) => void,
+    flatten: boolean,
+  ): void {
+    const variables = this.input.variables;
+    const lists: (readonly SelectionNode[])[] = [];
+    const cursors: number[] = [];
+    for (let s = sets.length - 1; s >= 0; s--) {
+      lists.push(sets[s]!.selections);
+      cursors.push(0);
+    }
+    while (lists.length > 0) {
+      const top = lists.length - 1;
+      const list = lists[top]!;
+      const cursor = cursors[top]!;
+      if (cursor >= list.length) {
+        lists.pop();
+        cursors.pop();
+        continue;
+      }
+      cursors[top] = cursor + 1;
+      const selection = list[cursor]!;
+      if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
+      if (selection.kind === FIELD) {
+        onField(selection);
+      } else if (selection.kind === INLINE_FRAGMENT) {
+        if (selection.typeCondition === undefined || applies(selection.typeCondition.name.value, type)) {
+          if (deferred(selection.directives, variables)) {
+            onDeferred(selection.selectionSet);
+          } else {
+            lists.push(selection.selectionSet.selections);
+            cursors.push(0);
+          }
+        }
+      } else if (selection.kind === FRAGMENT_SPREAD) {
+        const name = selection.name.value;
+        const defer = deferred(selection.directives, variables);
+        if (!defer && visited.has(name)) continue;
+        if (!defer) visited.add(name);
+        const fragment = this.input.fragments.get(name);
+        if (fragment === undefined || !applies(fragment.typeCondition.name.value, type)) continue;
+        if (defer) {
+          onDeferred(fragment.selectionSet);
+        } else if (flatten) {
+          const collected = this.collected(name, fragment.selectionSet, type);
+          for (const node of collected.fields) onField(node);
+          for (const set of collected.deferred) onDeferred(set);
+          for (const inner of collected.visited) visited.add(inner);
+        } else {
+          lists.push(fragment.selectionSet.selections);
+          cursors.push(0);
+        }
+      }
+    }
+  }
+
+  /** What a fragment collects on `type` by itself: its fields, its deferred sets and the fragments it visits, once per fragment and type. */
+  private collected(name: string, selectionSet: SelectionSetNode, type: CompositeCost): Collected {
+    const key = `${type.index}\u0000${name}`;
+    let collected = this.fragmentFields.get(key);
+    if (collected === undefined) {
+      const fields: FieldNode[] = [];
+      const deferredSets: SelectionSetNode[] = [];
+      const visited = new Set<string>([name]);
+      this.collect([selectionSet], type, visited, (node) => void fields.push(node), (set) => void deferredSets.push(set), false);
+      this.fragmentFields.set(key, (collected = { fields, deferred: deferredSets, visited }));
+    }
+    return collected;
   }
 
   /** One group per distinct list of selection set contents, so that equal selections and merges share their plans and memo entries. */

@@ -1,4 +1,4 @@
-import { Kind } from 'graphql';
+import { Kind, isInterfaceType } from 'graphql';
 import type { ArgumentNode, DirectiveNode, DocumentNode, FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode, ValueNode } from 'graphql';
 import type { CompositeCost, SchemaCosts } from './schema-costs.js';
 
@@ -122,44 +122,94 @@ export class PricedTypes {
 
 /**
  * What to price a selection on the abstract `type` on, given the narrower
- * type conditions it names (null: too many to tell apart): every type a
- * condition applies to, and of each class of types that price the abstract
- * type's own fields alike (schema-costs.ts), one that no condition names,
- * standing for the rest of its class. Built from the names and the classes,
- * not from every possible type: a selection naming one type of an interface
- * of thousands prices two types.
+ * type conditions it names (null: types it cannot tell apart): every object
+ * type a condition names, and of each class of the other possible types,
+ * one that stands for the rest of its class. A class holds types that price
+ * the abstract type's own fields alike (schema-costs.ts) and, where the
+ * selection has conditions on other interfaces or unions, that each of
+ * those applies to or not alike and that are of one class of it. Built from
+ * the names and the classes, not from every possible type: a selection
+ * naming one type of an interface of thousands prices two types, and one
+ * with `... on Timestamped` a few more, not every type that implements it.
+ * `refinements` keeps the classes per set of those other types.
  */
-export function pricedTypes(costs: SchemaCosts, type: CompositeCost, names: ReadonlySet<string> | null): PricedTypes {
+export function pricedTypes(
+  costs: SchemaCosts,
+  type: CompositeCost,
+  names: ReadonlySet<string> | null,
+  refinements: Map<string, Classes>,
+): PricedTypes {
   const possibleTypes = type.possibleTypes!;
   const tables = possibleTypesOf(type);
-  if (names === null || names.size > MAX_CONDITIONS) return new PricedTypes(possibleTypes, null, [], tables.classOf);
+  if (names === null) return new PricedTypes(possibleTypes, null, [], tables.classOf);
   const named = new Set<CompositeCost>();
+  const abstracts: CompositeCost[] = [];
   for (const name of names) {
     const possible = tables.byName.get(name);
     if (possible !== undefined) {
       named.add(possible);
       continue;
     }
-    // A condition on another interface or union: the types of both.
-    for (const candidate of abstractNamed(costs, name)?.possibleTypes ?? []) if (candidate.abstractTypes.has(type.name)) named.add(candidate);
+    const abstract = abstractNamed(costs, name);
+    if (abstract !== undefined && abstract !== type) abstracts.push(abstract);
   }
+  const classes = abstracts.length === 0 ? tables : refine(type, tables, abstracts, refinements);
   const types = [...named];
-  const standIns = tables.members.map((members) => {
+  const standIns = classes.members.map((members) => {
     const unnamed = members.find((member) => !named.has(member));
     if (unnamed !== undefined) types.push(unnamed);
     return unnamed;
   });
-  return new PricedTypes(types, named, standIns, tables.classOf);
+  return new PricedTypes(types, named, standIns, classes.classOf);
 }
 
-/** Narrower type conditions in one selection set past which every possible type is priced. */
-export const MAX_CONDITIONS = 64;
+/** Possible types in classes: the class of each, and the members of each. */
+export interface Classes {
+  readonly classOf: ReadonlyMap<CompositeCost, number>;
+  readonly members: readonly (readonly CompositeCost[])[];
+}
+
+/** The classes of `type`'s possible types split by whether each of `abstracts` applies to them, and by their class in it. */
+function refine(type: CompositeCost, tables: PossibleTypes, abstracts: CompositeCost[], refinements: Map<string, Classes>): Classes {
+  abstracts.sort((a, b) => a.index - b.index);
+  const key = `${type.index}:${abstracts.map((a) => a.index).join(',')}`;
+  let classes = refinements.get(key);
+  if (classes === undefined) {
+    const inner = abstracts.map((abstract) => possibleTypesOf(abstract).classOf);
+    const bySignature = new Map<string, number>();
+    const classOf = new Map<CompositeCost, number>();
+    const members: CompositeCost[][] = [];
+    for (const possible of type.possibleTypes!) {
+      let signature = String(tables.classOf.get(possible));
+      inner.forEach((of, i) => {
+        signature += possible.abstractTypes.has(abstracts[i]!.name) ? `,${of.get(possible) ?? '?'}` : ',-';
+      });
+      let index = bySignature.get(signature);
+      if (index === undefined) {
+        bySignature.set(signature, (index = members.length));
+        members.push([]);
+      }
+      classOf.set(possible, index);
+      members[index]!.push(possible);
+    }
+    refinements.set(key, (classes = { classOf, members }));
+  }
+  return classes;
+}
+
+/** Whether fields of that name on an abstract type's possible types are priced alike by its classes: `__typename`, or one it declares. */
+function declares(type: CompositeCost, name: string): boolean {
+  if (name === '__typename' || type.possibleTypes === null) return true;
+  const declared = type.type;
+  return isInterfaceType(declared) && Object.prototype.hasOwnProperty.call(declared.getFields(), name);
+}
 
 /** Per selection set and abstract type: the narrower type conditions it names, kept per content number and type. */
 export class NarrowerConditions {
   private readonly known = new Map<number, ReadonlySet<string> | null>();
 
   constructor(
+    private readonly costs: SchemaCosts,
     private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
     private readonly ids: ReadonlyMap<SelectionSetNode, number>,
     private readonly typeCount: number,
@@ -167,63 +217,94 @@ export class NarrowerConditions {
 
   /**
    * The type conditions other than `type` named at `selectionSet`'s own
-   * level, through inline fragments on `type` and the fragments it spreads
-   * (null: too many to be worth telling apart, or a fragment cycle). What a
-   * narrower condition holds applies only to types it names already.
+   * level, through inline fragments and the fragments it spreads, and
+   * inside conditions on other interfaces and unions too (null: a field
+   * the type whose selection holds it does not declare, which only
+   * validation turned off lets through, or a fragment cycle). However many
+   * it names, only those are priced apart: a set naming 65 types of an
+   * interface of 2,000 prices 65 and one per class, not 2,000. What a
+   * narrower condition on an object type holds applies only to that type.
    */
   of(selectionSet: SelectionSetNode, type: CompositeCost): ReadonlySet<string> | null {
-    const keyOf = (set: SelectionSetNode): number => {
+    const count = this.typeCount;
+    // A set's answer depends on the type whose fields it selects: `type`, or another interface or union it is a fragment on.
+    const keyOf = (set: SelectionSetNode, on: CompositeCost): number => {
       const id = this.ids.get(set);
-      return id === undefined ? -1 : id * this.typeCount + type.index;
+      return id === undefined ? -1 : (id * count + type.index) * count + on.index;
     };
-    if (keyOf(selectionSet) < 0) return null;
+    const rootKey = keyOf(selectionSet, type);
+    if (rootKey < 0) return null;
     const known = this.known;
+    interface Pending {
+      readonly set: SelectionSetNode;
+      readonly on: CompositeCost;
+      readonly key: number;
+    }
+    interface Level {
+      readonly names: Set<string>;
+      readonly spreads: Pending[];
+      undeclared: boolean;
+    }
     // Selection sets whose answer waits on the fragments they spread, each with its own conditions and those fragments' sets.
-    const pending: SelectionSetNode[] = [selectionSet];
-    const open = new Set<SelectionSetNode>(pending);
-    const own = new Map<SelectionSetNode, { names: Set<string>; spreads: SelectionSetNode[] }>();
-    const done = (): void => void open.delete(pending.pop()!);
+    const pending: Pending[] = [{ set: selectionSet, on: type, key: rootKey }];
+    const open = new Set<number>([rootKey]);
+    const own = new Map<number, Level>();
+    const done = (): void => void open.delete(pending.pop()!.key);
     while (pending.length > 0) {
       const current = pending[pending.length - 1]!;
-      const key = keyOf(current);
-      if (key < 0) return null;
+      const key = current.key;
       if (known.has(key)) {
         done();
         continue;
       }
-      let level = own.get(current);
+      let level = own.get(key);
       if (level === undefined) {
-        level = { names: new Set(), spreads: [] };
-        const lists: (readonly SelectionNode[])[] = [current.selections];
+        const made: Level = { names: new Set(), spreads: [], undeclared: false };
+        level = made;
+        const lists: { readonly selections: readonly SelectionNode[]; readonly on: CompositeCost }[] = [{ selections: current.set.selections, on: current.on }];
+        // What a condition on another interface or union holds is priced by that type's classes: read inside it too.
+        const inside = (condition: string): CompositeCost | undefined => {
+          made.names.add(condition);
+          return condition === type.name ? type : abstractNamed(this.costs, condition);
+        };
         while (lists.length > 0) {
-          for (const selection of lists.pop()!) {
-            if (selection.kind === Kind.INLINE_FRAGMENT) {
+          const { selections, on } = lists.pop()!;
+          for (const selection of selections) {
+            if (selection.kind === Kind.FIELD) {
+              // A field the type does not declare (validation off) runs on the types that have it: they are told apart by it.
+              if (!declares(on, selection.name.value)) made.undeclared = true;
+            } else if (selection.kind === Kind.INLINE_FRAGMENT) {
               const condition = selection.typeCondition?.name.value;
-              if (condition === undefined || condition === type.name) lists.push(selection.selectionSet.selections);
-              else level.names.add(condition);
+              const below = condition === undefined ? on : condition === type.name ? type : inside(condition);
+              if (below !== undefined) lists.push({ selections: selection.selectionSet.selections, on: below });
             } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
               const fragment = this.fragments.get(selection.name.value);
               if (fragment === undefined) continue;
               const condition = fragment.typeCondition.name.value;
-              if (condition === type.name) level.spreads.push(fragment.selectionSet);
-              else level.names.add(condition);
+              const below = condition === type.name ? type : inside(condition);
+              if (below !== undefined) {
+                const spreadKey = keyOf(fragment.selectionSet, below);
+                if (spreadKey < 0) made.undeclared = true;
+                else made.spreads.push({ set: fragment.selectionSet, on: below, key: spreadKey });
+              }
             }
           }
         }
-        own.set(current, level);
+        made.names.delete(type.name);
+        own.set(key, made);
       }
       let names: Set<string> | null = level.names;
       let blocked = false;
-      for (const spread of level.spreads) {
-        const below = known.get(keyOf(spread));
+      for (const spread of level.undeclared ? [] : level.spreads) {
+        const below = known.get(spread.key);
         if (below === undefined) {
           // A fragment spread inside itself (an invalid operation): every type is priced.
-          if (open.has(spread) || keyOf(spread) < 0) {
+          if (open.has(spread.key)) {
             names = null;
             break;
           }
           pending.push(spread);
-          open.add(spread);
+          open.add(spread.key);
           blocked = true;
           break;
         }
@@ -237,12 +318,11 @@ export class NarrowerConditions {
         }
       }
       if (blocked) continue;
-      known.set(key, names !== null && names.size > MAX_CONDITIONS ? null : names);
+      known.set(key, level.undeclared ? null : names);
       done();
     }
-    return known.get(keyOf(selectionSet)) ?? null;
+    return known.get(rootKey) ?? null;
   }
-
 }
 
 /**
