@@ -66,6 +66,9 @@ describe.each(rates)('a full bucket of 2^53 - 1 tokens at %s', (_, rate) => {
         { bucket, key: `a${cost}`, cost: 0, measure: true },
       ])).remaining;
       expect([one, two]).toEqual([MAX - cost, MAX - cost]);
+      // given back at once: full, as had it never been taken
+      await store.acquire(bucket, `r${cost}`, cost);
+      expect(await store.refundAll([{ bucket, key: `r${cost}`, cost }])).toEqual([MAX]);
     }
     await store.close();
   });
