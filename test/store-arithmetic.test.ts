@@ -11,7 +11,8 @@ const wide = (bits: number, min = 0): fc.Arbitrary<number> =>
   fc.integer({ min: 1, max: bits }).chain((b) => fc.integer({ min: Math.max(min, 2 ** (b - 1) - 1), max: 2 ** b - 1 }));
 
 const inputs = fc
-  .record({ a: wide(52), b: wide(52, 1), d: wide(50, 1), share: fc.double({ min: 0, max: 1, noNaN: true }) })
+  // b (tokens per period) and d (the period in µs) to 2^53 - 1
+  .record({ a: wide(52), b: wide(53, 1), d: wide(53, 1), share: fc.double({ min: 0, max: 1, noNaN: true }) })
   .map(({ a, b, d, share }) => {
     // keep the quotient below 2^53, as a bucket's whole tokens are
     const maxA = (2n ** 53n * BigInt(d)) / BigInt(b);

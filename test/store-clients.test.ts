@@ -103,9 +103,9 @@ describe('node-redis replies read alike whatever the client maps them to', () =>
   const small = hourly('small', 5);
 
   async function exercise(store: RedisStore): Promise<void> {
-    const near = (whole: number | undefined) => Number.isSafeInteger(whole) && whole! > 2 ** 53 - 64 && whole! <= 2 ** 53 - 4;
-    const first = await store.acquire(huge, 'k', 3);
-    expect(first.allowed && near(first.remaining)).toBe(true);
+    // a bucket refilling about 2,900 tokens a ms is full again between two calls, less what the call takes
+    const near = (whole: number | undefined) => Number.isSafeInteger(whole) && whole! > 2 ** 53 - 64 && whole! <= 2 ** 53 - 2;
+    expect(await store.acquire(huge, 'k', 3)).toEqual({ allowed: true, remaining: 2 ** 53 - 4 });
     const both = await store.acquireAll([
       { bucket: small, key: 'k', cost: 2 },
       { bucket: huge, key: 'k', cost: 1 },

@@ -73,15 +73,15 @@ function productError(a: number, b: number, p: number): number {
 }
 
 /**
- * floor((a * b + c) / d), exactly, for whole 0 <= a < 2^52, 0 <= c < b < 2^52,
- * 1 <= d < 2^50 and a result below 2^53 (beyond those it rounds down), as
+ * floor((a * b + c) / d), exactly, for whole 0 <= a < 2^52, 0 <= c < b < 2^53,
+ * 1 <= d < 2^53 and a result below 2^53, as
  * lua/acquire.lua's floordiv: a * b = p + e and p + c = s + f exactly, and
  * N - q * d is then exact near the answer.
  */
 export function floorDiv(a: number, b: number, c: number, d: number): number {
   const p = a * b;
   if (p + c < EXACT) return Math.floor((p + c) / d);
-  if (b >= 2 ** 52 || d >= 2 ** 50) return Math.floor(((p + c) / d) * (1 - 2 ** -50));
+  if (b >= 2 ** 52 || d >= 2 ** 50) return longDivision(a, b, c, d);
   const e = productError(a, b, p);
   const s = p + c;
   const f = c - (s - p);
@@ -90,6 +90,55 @@ export function floorDiv(a: number, b: number, c: number, d: number): number {
   const qe = productError(q, d, qp);
   const R = s - qp - qe + (f + e);
   return q + Math.floor(R / d);
+}
+
+/**
+ * floorDiv beyond 2^52 tokens per period or 2^50 µs periods, as lua/acquire.lua
+ * does it: long division over the bits of a * b + c in 24-bit limbs, the
+ * remainder kept below d (2 * rem + bit is compared with d as
+ * rem >= d - rem - bit), so every step is exact for any whole a, b, c, d
+ * below 2^53.
+ */
+function longDivision(a: number, b: number, c: number, d: number): number {
+  const B = 2 ** 24;
+  const BB = 2 ** 48;
+  const split = (x: number): [number, number, number] => {
+    const x2 = Math.floor(x / BB);
+    const x1 = Math.floor((x - x2 * BB) / B);
+    return [x - x2 * BB - x1 * B, x1, x2];
+  };
+  const [a0, a1, a2] = split(a);
+  const [b0, b1, b2] = split(b);
+  const [c0, c1, c2] = split(c);
+  const limbs = [a0 * b0 + c0, a0 * b1 + a1 * b0 + c1, a0 * b2 + a1 * b1 + a2 * b0 + c2, a1 * b2 + a2 * b1, a2 * b2, 0];
+  for (let i = 0; i < 5; i++) {
+    const carry = Math.floor(limbs[i]! / B);
+    limbs[i] = limbs[i]! - carry * B;
+    limbs[i + 1] = limbs[i + 1]! + carry;
+  }
+  let top = 5;
+  while (top > 0 && limbs[top] === 0) top -= 1;
+  let rem = 0;
+  let quotient = 0;
+  for (let i = top; i >= 0; i--) {
+    let limb = limbs[i]!;
+    for (let bit = 2 ** 23; bit >= 1; bit /= 2) {
+      let one = 0;
+      if (limb >= bit) {
+        limb -= bit;
+        one = 1;
+      }
+      const gap = d - rem - one;
+      if (rem >= gap) {
+        rem -= gap;
+        quotient = 2 * quotient + 1;
+      } else {
+        rem = 2 * rem + one;
+        quotient *= 2;
+      }
+    }
+  }
+  return quotient;
 }
 
 /** A deficit of [q µs, r/T µs] from now as the state to store; null when the bucket is full. */
@@ -360,9 +409,9 @@ export function runRefund(step: RefundStep, stored: StoredState | undefined, now
     if (eq < 0 || (eq === 0 && er === 0)) continue;
     const [sq, sr] = unitsOf(share, T);
     if (eq > sq || (eq === sq && er > sr)) [eq, er] = [sq, sr];
-    xq += eq;
-    xr += er;
-    if (xr >= T) [xq, xr] = [xq + 1, xr - T];
+    // xr + er can pass 2^53 when T does 2^52: carry without forming it
+    if (xr >= T - er) [xq, xr] = [xq + eq + 1, xr - (T - er)];
+    else [xq, xr] = [xq + eq, xr + er];
   }
 
   let changed: boolean;

@@ -96,9 +96,10 @@ export class ReceiptBook {
     let at = chain.endAt;
     let num = chain.endNum;
     if (at < now || (at === now && num === 0)) [at, num] = [now, 0];
-    num += r;
+    // num + r can pass 2^53 when T does 2^52: carry without forming it
     at += q;
-    if (num >= T) [at, num] = [at + 1, num - T];
+    if (num >= T - r) [at, num] = [at + 1, num - (T - r)];
+    else num += r;
     chain.endAt = at;
     chain.endNum = num;
   }
