@@ -376,6 +376,8 @@ export function pricingCases(scale = 1): PricingCase[] {
   const conditionsFragment = `fragment F on Node { ${Array.from({ length: 65 }, (_, i) => `... on T${i} { id }`).join(' ')} }`;
   const conditionsSource = `{ ${Array.from({ length: conditionSets }, (_, i) => `a${i}: node { ...F ... on T1 { f(x: ${i}) } }`).join(' ')} }\n${conditionsFragment}`;
   const conditionsData = Object.fromEntries(Array.from({ length: conditionSets }, (_, i) => [`a${i}`, { id: String(i), f: null }]));
+  const plainBeside = Math.round(500 * scale);
+  const plainBesideSource = `{ node { ${Array.from({ length: plainBeside }, (_, i) => `a${i}: id`).join(' ')} ${Array.from({ length: plainBeside }, (_, i) => `... on T${i} { f }`).join(' ')} } }`;
   return [
     {
       name: 'response walk, aliases × 2,000 types',
@@ -416,6 +418,14 @@ export function pricingCases(scale = 1): PricingCase[] {
       description: `costOf of ${conditionSets} aliases aI: node { ... on Stamped { at } ... on T1 { f(x: I) } }, every type of Node a Stamped`,
       schema: wideSchema(2000),
       source: `{ ${Array.from({ length: conditionSets }, (_, i) => `a${i}: node { ... on Stamped { at } ... on T1 { f(x: ${i}) } }`).join(' ')} }`,
+      target: TARGET_PRICE_TO_VALIDATE,
+      price: (model, document, operation) => model.costOf(document, operation),
+    },
+    {
+      name: 'plain fields beside N type conditions',
+      description: `costOf of node { a0: id … ${plainBeside} aliases … ... on T0 { f } … } with ${plainBeside} conditions on types of an interface of 2,000`,
+      schema: wideSchema(2000),
+      source: plainBesideSource,
       target: TARGET_PRICE_TO_VALIDATE,
       price: (model, document, operation) => model.costOf(document, operation),
     },

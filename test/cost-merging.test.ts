@@ -196,6 +196,52 @@ describe('fields sharing a response key', () => {
   });
 });
 
+describe('fields on an interface beside conditions on its types', () => {
+  const feeds = buildSchema(`${tokenBucketDirectiveTypeDefs}
+    type Query @tokenBucket(name: "api") { feed: Feed }
+    interface Feed { id: ID items(first: Int): [Item] }
+    type Item { id: ID }
+    type A implements Feed { id: ID items(first: Int): [Item] a: Int }
+    type B implements Feed { id: ID items(first: Int): [Item] b: Int }
+    type C implements Feed { id: ID items(first: Int): [Item] }
+  `);
+  const model = new CostModel(feeds);
+  const price = (query: string) => {
+    const document = parse(query);
+    return Object.fromEntries(model.costOf(document, getOperationAST(document)!));
+  };
+  /** The items graphql-js resolves for `query` when the feed is of `type`. */
+  const items = (query: string, type: string): number => {
+    let count = 0;
+    const feed = { __typename: type, id: 'f', a: 1, b: 2, items: ({ first }: { first: number }) => Array.from({ length: first }, () => ({ id: `i${count++}` })) };
+    void execute({ schema: feeds, document: parse(query), rootValue: { feed } });
+    return count;
+  };
+
+  it('merge with a field of the same key under a condition, on that type only', () => {
+    // On A, items merges: feed 1 + items 3 × (Item 1 + 0) = 4, not 7; on B and C the same items: 4
+    const query = '{ feed { id items(first: 3) { id } ... on A { items(first: 3) { id } a } ... on B { b } } }';
+    expect(items(query, 'A')).toBe(3);
+    expect(price(query)).toEqual({ api: 4 });
+  });
+
+  it("price the merged key's first field, the one that runs, where validation that would refuse the document is off", () => {
+    // On A the condition's items(first: 300) comes first and runs: 1 + 300; on B and C only items(first: 3): 1 + 3
+    const conditionFirst = '{ feed { ... on A { items(first: 300) { id } } items(first: 3) { id } ... on B { b } } }';
+    expect(items(conditionFirst, 'A')).toBe(300);
+    expect(items(conditionFirst, 'B')).toBe(3);
+    expect(price(conditionFirst)).toEqual({ api: 301 });
+    // The plain items(first: 3) first: it runs on A too, 1 + 3 on every type
+    const fieldFirst = '{ feed { items(first: 3) { id } ... on A { items(first: 300) { id } } ... on B { b } } }';
+    expect(items(fieldFirst, 'A')).toBe(3);
+    expect(price(fieldFirst)).toEqual({ api: 4 });
+    // Through a fragment spread inside the condition, before the plain field: 1 + 300
+    const throughFragment = '{ feed { ... on A { ...Big } items(first: 3) { id } ... on B { b } } } fragment Big on A { items(first: 300) { id } }';
+    expect(items(throughFragment, 'A')).toBe(300);
+    expect(price(throughFragment)).toEqual({ api: 301 });
+  });
+});
+
 describe('conditions on other interfaces', () => {
   const paged = pricer(
     buildSchema(`${tokenBucketDirectiveTypeDefs}

@@ -1,7 +1,7 @@
 import { Kind } from 'graphql';
 import type { DirectiveNode, FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
 import type { CompositeCost, FieldCost, SchemaCosts } from './schema-costs.js';
-import { applies, included } from './selections.js';
+import { applies, declares, included, possibleTypesOf } from './selections.js';
 
 /*
  * graphql-js CollectFields, for pricing: the fields of one selection set on
@@ -124,6 +124,25 @@ interface ConditionIndex {
 /** A list with no type condition: every selection applies to every type. */
 const NO_CONDITIONS: ConditionIndex = { always: [], byCondition: new Map() };
 
+/**
+ * A group on an abstract type, split: its plain fields (those each of its
+ * selection sets selects on the abstract type itself, which it declares),
+ * priced alike by every type of a class of it, and the rest (type
+ * conditions, fragments, fields it does not declare), priced per type.
+ */
+interface Split {
+  readonly plain: Group;
+  readonly rest: Group;
+  /** The plain field nodes by response key, each with its place: set index × 2^32 + position. */
+  readonly plainNodes: ReadonlyMap<string, readonly { readonly at: number; readonly node: FieldNode }[]>;
+  /** Per selection set of the group: the position of each of its other selections. */
+  readonly positions: readonly ReadonlyMap<SelectionNode, number>[];
+  /** The plan on each possible type priced so far. */
+  readonly plans: Map<CompositeCost, Plan>;
+}
+
+const PLACE = 2 ** 32;
+
 export class FieldCollector {
   private readonly groups = new Map<string, Group>();
   /** Content numbers for selection sets the document numbering did not reach (a hand-built document holding itself). */
@@ -135,6 +154,11 @@ export class FieldCollector {
   private readonly conditionIndexes = new Map<readonly SelectionNode[], ConditionIndex>();
   private plans = 0;
   private groupCount = 0;
+  /** Per group and abstract type (by number): how it splits, or null where it does not. */
+  private readonly splits = new Map<number, Split | null>();
+  /** While `walk` reads a selection of a group's own sets: that set's index and the selection (else -1). */
+  private topSet = -1;
+  private topSelection: SelectionNode | null = null;
   /** While `plan` builds: the plans it cut at a fragment spread inside itself. */
   private partial: Map<Group, PartialPlan> | null = null;
 
@@ -230,6 +254,141 @@ export class FieldCollector {
       this.partial = null;
     }
     return group.plans.get(type)!;
+  }
+
+  /**
+   * The plan of `group` on `type`, a possible type of the interface or
+   * union `abstract` the group selects on: its plain fields as one plan on
+   * the first type of `type`'s class, which prices them alike (so they are
+   * priced once per class, however many types its conditions name), beside
+   * the rest on `type`. A response key both hold is taken out of both and
+   * merged here, its field nodes in execution order, as graphql-js merges
+   * it on `type`.
+   */
+  planOn(group: Group, type: CompositeCost, abstract: CompositeCost): Plan {
+    const split = this.splitOf(group, abstract);
+    if (split === null) return this.plan(group, type);
+    const known = split.plans.get(type);
+    if (known !== undefined) return known;
+    const tables = possibleTypesOf(abstract);
+    const index = tables.classOf.get(type);
+    const standIn = (index === undefined ? undefined : tables.members[index]?.[0]) ?? type;
+    const plain = this.plan(split.plain, standIn);
+    const rest = this.plan(split.rest, type);
+    let merged: Set<string> | null = null;
+    for (const key of this.keysOf(rest)) if (split.plainNodes.has(key)) (merged ??= new Set()).add(key);
+    const items: PlanItem[] = [];
+    const byKey = new Map<string, FieldItem>();
+    if (merged !== null) {
+      const colliding = this.collidingNodes(split, type, merged);
+      // A fragment cut where it spreads itself (validation off): the whole group on this type, as before.
+      if (colliding === null) {
+        const whole = this.plan(group, type);
+        split.plans.set(type, whole);
+        return whole;
+      }
+      for (const [key, nodes] of colliding) this.addField(items, byKey, type, key, nodes);
+    }
+    items.push({ spread: true, segment: false, deferred: false, plan: plain, excluded: exclusionOf(merged, plain, this) });
+    items.push({ spread: true, segment: false, deferred: false, plan: rest, excluded: exclusionOf(merged, rest, this) });
+    const plan = this.finish(this.syntheticGroup(), type, items, byKey);
+    split.plans.set(type, plan);
+    return plan;
+  }
+
+  /** How `group` splits on `abstract` (see `planOn`): null without plain fields, or without anything else. */
+  private splitOf(group: Group, abstract: CompositeCost): Split | null {
+    const id = group.id * this.costs.types.size + abstract.index;
+    const known = this.splits.get(id);
+    if (known !== undefined) return known;
+    const plainSets: SelectionSetNode[] = [];
+    const restSets: SelectionSetNode[] = [];
+    const positions: Map<SelectionNode, number>[] = [];
+    const plainNodes = new Map<string, { at: number; node: FieldNode }[]>();
+    let others = 0;
+    let repeated = false;
+    group.selectionSets.forEach((selectionSet, s) => {
+      const plain: SelectionNode[] = [];
+      const rest: SelectionNode[] = [];
+      const at = new Map<SelectionNode, number>();
+      selectionSet.selections.forEach((selection, position) => {
+        if (selection.kind === Kind.FIELD && declares(abstract, selection.name.value)) {
+          // A field left out by `@skip`/`@include` runs on no type.
+          if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, this.variables)) return;
+          plain.push(selection);
+          const key = selection.alias?.value ?? selection.name.value;
+          let nodes = plainNodes.get(key);
+          if (nodes === undefined) plainNodes.set(key, (nodes = []));
+          nodes.push({ at: s * PLACE + position, node: selection });
+          return;
+        }
+        // One node twice in a list (only a hand-built document): its places are not told apart.
+        if (at.has(selection)) repeated = true;
+        at.set(selection, position);
+        rest.push(selection);
+        others++;
+      });
+      plainSets.push({ kind: Kind.SELECTION_SET, selections: plain });
+      restSets.push({ kind: Kind.SELECTION_SET, selections: rest });
+      positions.push(at);
+    });
+    const split: Split | null =
+      plainNodes.size === 0 || others === 0 || repeated
+        ? null
+        : { plain: this.group(plainSets), rest: this.group(restSets), plainNodes, positions, plans: new Map() };
+    this.splits.set(id, split);
+    return split;
+  }
+
+  /**
+   * For each key of `merged`, its field nodes on `type` in execution order:
+   * the plain ones and the rest's, by their places. Null where a fragment
+   * the rest spreads has no plan of its own on `type` (cut in a cycle).
+   */
+  private collidingNodes(split: Split, type: CompositeCost, merged: ReadonlySet<string>): Map<string, FieldNode[]> | null {
+    const found = new Map<string, { at: number; node: FieldNode }[]>();
+    for (const key of merged) found.set(key, []);
+    const seen = new Set<FieldNode>();
+    const place = (): number => this.topSet * PLACE + (split.positions[this.topSet]?.get(this.topSelection!) ?? 0);
+    let cut = false;
+    const add = (key: string, node: FieldNode, at: number): void => {
+      if (seen.has(node)) return;
+      seen.add(node);
+      found.get(key)?.push({ at, node });
+    };
+    this.walk(
+      split.rest,
+      type,
+      (node) => {
+        const key = node.alias?.value ?? node.name.value;
+        if (merged.has(key)) add(key, node, place());
+      },
+      (selectionSet, deferred) => {
+        if (deferred) return;
+        const fragmentGroup = this.group([selectionSet]);
+        const plan = fragmentGroup.plans.get(type);
+        if (plan === undefined) {
+          cut = true;
+          return;
+        }
+        const keys = this.keysOf(plan);
+        const at = place();
+        const [few, many] = keys.size <= merged.size ? [keys, merged] : [merged, keys];
+        for (const key of few) if (many.has(key)) for (const node of this.nodesOf(plan, key)) add(key, node, at);
+      },
+    );
+    if (cut) return null;
+    const nodes = new Map<string, FieldNode[]>();
+    for (const [key, rest] of found) {
+      const plain = split.plainNodes.get(key) ?? [];
+      const out: FieldNode[] = [];
+      for (let i = 0, j = 0; i < plain.length || j < rest.length; ) {
+        if (j >= rest.length || (i < plain.length && plain[i]!.at < rest[j]!.at)) out.push(plain[i++]!.node);
+        else out.push(rest[j++]!.node);
+      }
+      nodes.set(key, out);
+    }
+    return nodes;
   }
 
   /** Every response key `plan` produces, through its spreads. */
@@ -463,6 +622,8 @@ export class FieldCollector {
       cursors.push(0);
     }
     const variables = this.variables;
+    // The lists below this many are the group's own sets: set s at sets.length - 1 - s.
+    let setsLeft = sets.length;
     while (lists.length > 0) {
       const top = lists.length - 1;
       const list = lists[top]!;
@@ -470,10 +631,15 @@ export class FieldCollector {
       if (cursor >= list.length) {
         lists.pop();
         cursors.pop();
+        if (top < setsLeft) setsLeft = top;
         continue;
       }
       cursors[top] = cursor + 1;
       const selection = list[cursor]!;
+      if (top < setsLeft) {
+        this.topSet = sets.length - 1 - top;
+        this.topSelection = selection;
+      }
       if (selection.directives !== undefined && selection.directives.length > 0 && !included(selection.directives, variables)) continue;
       if (selection.kind === Kind.FIELD) {
         onField?.(selection);

@@ -203,6 +203,7 @@ class Walk {
     shared: boolean,
     memoize: boolean,
     excluded: Exclusion | null,
+    abstract: CompositeCost | null = null,
   ): void {
     const width = this.width;
     const depth = this.depth + 1;
@@ -244,7 +245,8 @@ class Walk {
       frame.plan = null;
     } else {
       frame.nextType = -1;
-      frame.plan = this.collector.plan(group, type);
+      // A possible type of an abstract type: its plain fields priced once per class of them (collect-fields.ts).
+      frame.plan = abstract === null ? this.collector.plan(group, type) : this.collector.planOn(group, type, abstract);
     }
     this.depth = depth;
   }
@@ -266,7 +268,7 @@ class Walk {
       if (next !== undefined) {
         frame.nextType++;
         frame.waiting = POSSIBLE_TYPE;
-        this.enter(frame.group!, next, frame.context, -1, true, this.input.sharesSelectionSets, null);
+        this.enter(frame.group!, next, frame.context, -1, true, this.input.sharesSelectionSets, null, type);
         return;
       }
       this.finish(frame);
@@ -296,7 +298,8 @@ class Walk {
         frame.waiting = SPREAD;
         // A fragment may be met again; a segment of a plan only as often as the plan.
         const shared = item.segment ? frame.shared : true;
-        this.enter(item.plan.group, type, frame.context, -1, shared, shared, this.exclusion(item, excluded));
+        // On the plan's own type: a possible type's plain fields are priced on the type that stands for its class.
+        this.enter(item.plan.group, item.plan.type, frame.context, -1, shared, shared, this.exclusion(item, excluded));
         return;
       }
     }

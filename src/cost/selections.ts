@@ -198,7 +198,7 @@ function refine(type: CompositeCost, tables: PossibleTypes, abstracts: Composite
 }
 
 /** Whether fields of that name on an abstract type's possible types are priced alike by its classes: `__typename`, or one it declares. */
-function declares(type: CompositeCost, name: string): boolean {
+export function declares(type: CompositeCost, name: string): boolean {
   if (name === '__typename' || type.possibleTypes === null) return true;
   const declared = type.type;
   return isInterfaceType(declared) && Object.prototype.hasOwnProperty.call(declared.getFields(), name);
