@@ -12,11 +12,12 @@ Bucket state and arithmetic as in lua/acquire.lua: the key holds the time
 the bucket is full again (µs, `A` or `A+num/den`), counted in level units.
 
 KEYS                     every request's key, operation after operation
-ARGV[1]      stride      3: every request is capacity, period, cost (T = 1); 4: capacity, T, P, cost
-then per operation:
-  k                      its requests, 1 <= k
-  k * stride             per request: capacity (tokens), [T (tokens per period, reduced),]
-                         P (µs per period, reduced), cost (tokens)
+ARGV[1]      m           distinct bucket terms in the call
+ARGV[2..3m+1]            per terms j: capacity (tokens), T (tokens per period, reduced),
+                         P (µs per period, reduced)
+then per request, two:   j, cost (tokens): j > 0 starts an operation, -j continues
+                         the one before (each argument costs Redis a string: terms are
+                         sent once, however many operations share them)
 
 Reply: {t, then per operation one of}
   1, rem_1..k            every request taken (rem: whole tokens after)
@@ -28,37 +29,44 @@ t is Redis TIME in µs. Whole tokens within 64 of 2^53 are strings (see lua/acqu
 
 local EXACT = 9007199254740992 -- 2^53
 local WIDE = 9007199254740928
-local stride = tonumber(ARGV[1])
+local m = tonumber(ARGV[1])
 local clock = redis.call('TIME')
 local now = clock[1] * 1000000 + clock[2]
+-- Per terms: capacity, T, P, full level (capacity * P); false where the cheap guard fails,
+-- so that nothing a caller sends can mint (lua/acquire.lua names the bad argument).
+local caps, Ts, Ps, Fs = {}, {}, {}, {}
+for j = 1, m do
+  local cap, T, P = ARGV[3 * j - 1] + 0, ARGV[3 * j] + 0, ARGV[3 * j + 1] + 0
+  local F = cap * P
+  if cap >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and T % 1 == 0 and P % 1 == 0 and F < EXACT then
+    caps[j], Ts[j], Ps[j], Fs[j] = cap, T, P, F
+  else
+    caps[j] = false
+  end
+end
 local out = {now}
 local o = 1 -- last slot of out written
 -- per request of the operation being decided: the deficit to store (level units), T, whole tokens after
 local deficits, rates, afters = {}, {}, {}
 
-local a = 2 -- next ARGV
-local key = 1 -- first KEYS index of the operation
-while a <= #ARGV do
-  local k = tonumber(ARGV[a])
-  a = a + 1
+local a = 3 * m + 2 -- next ARGV
+local argc = #ARGV
+local key = 1 -- KEYS index of the next request
+while a <= argc do
+  -- the operation's requests: from `a` while the term index after it is negative
+  local k = 1
+  while a + 2 * k <= argc and ARGV[a + 2 * k] + 0 < 0 do k = k + 1 end
   local status = 1
   local head = o + 1
   out[head] = 1
   for i = 1, k do
-    local cap, T, P, cost
-    if stride == 3 then
-      cap, T, P, cost = ARGV[a] + 0, 1, ARGV[a + 1] + 0, ARGV[a + 2] + 0
-    else
-      cap, T, P, cost = ARGV[a] + 0, ARGV[a + 1] + 0, ARGV[a + 2] + 0, ARGV[a + 3] + 0
-    end
-    a = a + stride
-    local F = cap * P
-    -- Nothing a caller sends can mint: anything but whole numbers, none negative, goes to lua/acquire.lua.
-    if status ~= 3 and not (cap >= 0 and cost >= 0 and T >= 1 and P >= 1 and cap % 1 == 0 and cost % 1 == 0
-        and T % 1 == 0 and P % 1 == 0 and F < EXACT) then
-      status = 3
-    end
+    local j, cost = ARGV[a] + 0, ARGV[a + 1] + 0
+    a = a + 2
+    if j < 0 then j = -j end
+    local cap = caps[j]
+    if status ~= 3 and not (cap and cost >= 0 and cost % 1 == 0) then status = 3 end
     if status ~= 3 then
+      local T, P, F = Ts[j], Ps[j], Fs[j]
       local L = F -- level now
       -- pcall: a key of another type is that operation's to fail, alone
       local v = redis.pcall('GET', KEYS[key + i - 1])

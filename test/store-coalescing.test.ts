@@ -25,6 +25,10 @@ const wholeRates = [new TokenBucket('a', 5, Rate.perHour(1)), new TokenBucket('b
 /** Fractional µs per token (4 arguments per request). */
 const mixedRates = [new TokenBucket('a', 5, Rate.perHour(1)), new TokenBucket('c', 4, new Rate(3, 10_000))];
 
+/** Real magnitudes: ten million tokens a second (refilled within the call's µs), a capacity near 2^53 (replies as strings), odd µs periods. */
+const hugeRates = [new TokenBucket('f', 5, Rate.perSecond(10_000_000)), new TokenBucket('w', 2 ** 53 - 2, new Rate(1000, 0.001))];
+const oddRates = [new TokenBucket('o', 5, new Rate(7, 3.333)), new TokenBucket('p', 3, new Rate(1_000_003, 7_777_777))];
+
 type Op = { kind: 'one'; bucket: TokenBucket; key: string; cost: number } | { kind: 'all'; requests: AcquireRequest[] };
 
 /** A tick's operations on a few identities: takes, a denial between takes, a cost above capacity, several buckets at once. */
@@ -65,6 +69,8 @@ describe.each(CLIENT_FAMILIES)('%s', (family: ClientFamily) => {
     it.each([
       ['whole µs per token', wholeRates],
       ['fractional µs per token', mixedRates],
+      ['fast rates and capacities near 2^53', hugeRates],
+      ['odd periods', oddRates],
     ])('each operation its own decision, as the exact model decides it in order (%s)', async (_label, buckets) => {
       const store = new RedisStore(client, { prefix: uniquePrefix(`coalesce-${family}-${kind}`) });
       const ops = scenario(buckets);
@@ -186,6 +192,17 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
       await admin.config('RESETSTAT');
       expect(await store.acquire(bucket, 'alone')).toEqual({ allowed: true, remaining: 9 });
       expect(await scriptCalls()).toBe(1);
+      await store.close();
+    });
+
+    it('after SCRIPT FLUSH a shared call loads its script by itself', async () => {
+      const store = new RedisStore(opened.client, { prefix: uniquePrefix(`flush-${family}`) });
+      await Promise.all([store.acquire(bucket, 'a'), store.acquire(bucket, 'b')]);
+      await admin.script('FLUSH');
+      await admin.config('RESETSTAT');
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => store.acquire(bucket, i < 5 ? 'a' : 'b', 1)));
+      expect(answers.map((a) => (a.allowed ? a.remaining : -1))).toEqual([8, 7, 6, 5, 4, 8, 7, 6, 5, 4]);
+      expect(await scriptCalls()).toBe(2); // EVALSHA answered NOSCRIPT (nothing ran), then EVAL
       await store.close();
     });
 

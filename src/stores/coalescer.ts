@@ -89,36 +89,43 @@ export class Coalescer {
     }
   }
 
-  #send(waiting: readonly Waiting[]): void {
-    if (waiting.length === 1) {
-      waiting[0]!.resolve(ALONE);
+  #send(batch: readonly Waiting[]): void {
+    if (batch.length === 1) {
+      batch[0]!.resolve(ALONE);
       return;
     }
     const keys: string[] = [];
-    const whole = waiting.every((w) => w.requests.every((r) => r.terms.tokens === 1));
-    const args: number[] = [whole ? 3 : 4];
-    for (const { requests } of waiting) {
-      args.push(requests.length);
-      for (const { key, terms, cost } of requests) {
+    // each bucket's terms once (by the object termsOf keeps per bucket), then per request: terms index, cost
+    const index = new Map<BucketTerms, number>();
+    const terms: number[] = [];
+    const requests: number[] = [];
+    for (const waiting of batch) {
+      waiting.requests.forEach(({ key, terms: t, cost }, i) => {
+        let j = index.get(t);
+        if (j === undefined) {
+          j = index.size + 1;
+          index.set(t, j);
+          terms.push(t.capacity, t.tokens, t.period);
+        }
         keys.push(key);
-        if (whole) args.push(terms.capacity, terms.period, cost);
-        else args.push(terms.capacity, terms.tokens, terms.period, cost);
-      }
+        requests.push(i === 0 ? j : -j, cost);
+      });
     }
+    const args = [index.size, ...terms, ...requests];
     const sent = this.#mark();
     this.#run(keys, args).then(
       (reply) => {
         let answers: (SharedAnswer | typeof ALONE)[];
         try {
-          answers = parseShared(reply, waiting, sent);
+          answers = parseShared(reply, batch, sent);
         } catch (error) {
-          for (const w of waiting) w.reject(error);
+          for (const w of batch) w.reject(error);
           return;
         }
-        waiting.forEach((w, i) => w.resolve(answers[i]!));
+        batch.forEach((w, i) => w.resolve(answers[i]!));
       },
       (error: unknown) => {
-        for (const w of waiting) w.reject(error);
+        for (const w of batch) w.reject(error);
       },
     );
   }
