@@ -120,6 +120,17 @@ describe.each(CLIENT_FAMILIES)('%s', (family: ClientFamily) => {
       await store.close();
     });
 
+    it('takes that shared calls make are refunded exactly, each from its own receipt', async () => {
+      const store = new RedisStore(client, { prefix: uniquePrefix(`coalesce-refund-${family}-${kind}`) });
+      const bucket = new TokenBucket('r', 20, Rate.perHour(1));
+      const takes = await Promise.all(Array.from({ length: 8 }, (_, i) => store.acquire(bucket, i % 2 === 0 ? 'even' : 'odd', 2)));
+      expect(takes.map((t) => (t.allowed ? t.remaining : -1))).toEqual([18, 18, 16, 16, 14, 14, 12, 12]);
+      // refunds of one tick, concurrently: every token comes back once, and no more
+      await Promise.all([store.refund(bucket, 'even', 3), store.refund(bucket, 'even', 5), store.refund(bucket, 'odd', 8), store.refund(bucket, 'odd', 1)]);
+      expect(await store.acquireAll([{ bucket, key: 'even', cost: 0 }, { bucket, key: 'odd', cost: 0 }])).toEqual({ allowed: true, remaining: [20, 20] });
+      await store.close();
+    });
+
     it('a reset in the tick of a shared take voids it only when sent after the take', async () => {
       const store = new RedisStore(client, { prefix: uniquePrefix(`coalesce-reset-${family}-${kind}`) });
       const other = new RedisStore(client, { prefix: store.prefix });
