@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 // The newest rate-limiter-flexible (the one graphql-rate-limit-directive accepts is older).
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible-latest';
 import { Rate } from '../src/rate.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
+import { startRedisCluster } from '../test/support/redis-server.js';
 import type { Benchmark, BenchReport, TargetCheck } from './benchmark.js';
 import { formatTable } from './benchmark.js';
 
@@ -22,9 +23,9 @@ import { formatTable } from './benchmark.js';
  */
 
 export interface StoreBenchOptions {
-  /** Acquires in flight at once, per contender. Default 50. */
+  /** Acquires in flight at once, per contender (besides the one-in-flight phase). Default 256. */
   concurrency: number;
-  /** Distinct identities the throughput and CPU phases cycle through. Default 10,000. */
+  /** Distinct identities the throughput and CPU phases cycle through. Default 20,000. */
   identities: number;
   /** Seconds of one timed throughput run. Default 1.5. */
   seconds: number;
@@ -44,8 +45,8 @@ export interface StoreBenchOptions {
 }
 
 export const DEFAULT_STORE_BENCH_OPTIONS: Readonly<StoreBenchOptions> = {
-  concurrency: 50,
-  identities: 10_000,
+  concurrency: 256,
+  identities: 20_000,
   seconds: 1.5,
   warmupSeconds: 0.5,
   rounds: 5,
@@ -95,6 +96,8 @@ export interface ThroughputFigures {
 export interface RedisCpuFigures {
   /** `INFO commandstats` time of the commands the limiter issued, per acquire (lowest round). */
   usecPerAcquire: number;
+  /** commandstats time per call of the commands summed into usecPerAcquire (a shared script call counts once). */
+  usecPerCall: number;
   /** Of usecPerAcquire, the time of the commands run inside the script (the rest is Lua and script setup). */
   nestedUsecPerAcquire: number;
   /** Redis process CPU (`INFO cpu`, user + sys) per acquire (lowest round): adds parsing, I/O and expiry. */
@@ -108,6 +111,7 @@ export interface RedisCpuFigures {
 
 export interface CpuSample {
   usecPerAcquire: number;
+  usecPerCall: number;
   nestedUsecPerAcquire: number;
   processUsecPerAcquire: number;
 }
@@ -190,7 +194,34 @@ export interface StoreBenchFigures {
    * ours must, deciding nothing. Redis CPU per call, measured in the same
    * interleaved rounds; `ratios` are floor / theirs.
    */
-  floor: { single: RedisCpuFigures; multi: RedisCpuFigures; ratios: { single: number; multi: number } };
+  floor: { single: RedisCpuFigures; multi: RedisCpuFigures; alone: RedisCpuFigures; ratios: { single: number; multi: number; alone: number } };
+  /** Single acquire with one in flight (nothing to share a call with). */
+  alone: PhaseFigures;
+  /** Single acquire, `concurrency` in flight, on a 3-master Cluster of the bench's own (calls shared per hash slot only). */
+  cluster: PhaseFigures;
+}
+
+/** One phase, both contenders; ratios ours / theirs (higher is better for throughput, lower for the rest). */
+export interface PhaseFigures {
+  ours: { throughput: ThroughputFigures; redisCpu: RedisCpuFigures };
+  theirs: { throughput: ThroughputFigures; redisCpu: RedisCpuFigures };
+  ratios: { throughput: number; throughputMedian: number; redisCpu: number; processCpu: number };
+}
+
+/** The single-acquire load on a 3-master Cluster started for the purpose; Redis CPU summed over the masters. */
+async function measureOnCluster(bucket: TokenBucket, ids: readonly string[], options: StoreBenchOptions): Promise<LoadFigures> {
+  const cluster = await startRedisCluster({ masters: 3 });
+  const masters = cluster.nodes.slice(0, 3);
+  const admins = masters.map(({ host, port }) => new Redis(port, host));
+  const ours = new Cluster(masters);
+  const theirs = new Cluster(masters);
+  try {
+    await Promise.all([ours.ping(), theirs.ping()]);
+    return await measureLoad(admins, [ourContender(ours, bucket), peerContender(theirs, bucket)], ids, options);
+  } finally {
+    for (const client of [...admins, ours, theirs]) client.disconnect();
+    await cluster.stop();
+  }
 }
 
 /**
@@ -207,7 +238,7 @@ interface Contender extends Limiter {
   keyFor(identity: string): string;
 }
 
-function ourContender(client: Redis, bucket: TokenBucket): Contender {
+function ourContender(client: Redis | Cluster, bucket: TokenBucket): Contender {
   const store = new RedisStore(client);
   return {
     name: OURS,
@@ -222,7 +253,7 @@ function peerDurationSeconds(bucket: TokenBucket): number {
   return Math.max(1, Math.round(seconds));
 }
 
-function peerLimiter(client: Redis, bucket: TokenBucket): RateLimiterRedis {
+function peerLimiter(client: Redis | Cluster, bucket: TokenBucket): RateLimiterRedis {
   return new RateLimiterRedis({
     storeClient: client,
     useRedisPackage: false,
@@ -244,7 +275,7 @@ function peerConsume(limiter: RateLimiterRedis, identity: string): Promise<boole
   );
 }
 
-function peerContender(client: Redis, bucket: TokenBucket): Contender {
+function peerContender(client: Redis | Cluster, bucket: TokenBucket): Contender {
   const limiter = peerLimiter(client, bucket);
   return {
     name: THEIRS,
@@ -412,35 +443,62 @@ const WRAPPERS = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', '
 /** The benchmark's own commands during a CPU measurement. */
 const HOUSEKEEPING = new Set(['config|resetstat', 'info']);
 
-async function flush(admin: Redis): Promise<void> {
-  await admin.flushdb('SYNC');
+/** The Redis, or every master of a Cluster. */
+type Admin = Redis | readonly Redis[];
+const each = (admin: Admin): readonly Redis[] => (Array.isArray(admin) ? admin : [admin as Redis]);
+
+async function flush(admin: Admin): Promise<void> {
+  await Promise.all(each(admin).map((a) => a.flushdb('SYNC')));
+}
+
+/** commandstats summed over every node. */
+async function commandStats(admin: Admin): Promise<Map<string, CommandStat>> {
+  const total = new Map<string, CommandStat>();
+  for (const a of each(admin)) {
+    for (const [name, stat] of parseCommandStats(await a.info('commandstats'))) {
+      const sum = total.get(name) ?? { calls: 0, usec: 0 };
+      total.set(name, { calls: sum.calls + stat.calls, usec: sum.usec + stat.usec });
+    }
+  }
+  return total;
+}
+
+/** Redis process CPU (user + sys, s) summed over every node. */
+async function processCpu(admin: Admin): Promise<number> {
+  let sum = 0;
+  for (const a of each(admin)) {
+    const info = await a.info('cpu');
+    sum += infoField(info, 'used_cpu_user') + infoField(info, 'used_cpu_sys');
+  }
+  return sum;
 }
 
 async function measureRedisCpu(
-  admin: Redis,
+  admin: Admin,
   contender: Limiter,
   ids: readonly string[],
   options: StoreBenchOptions,
 ): Promise<CpuSample & { issued: string[]; callsPerAcquire: Record<string, number> }> {
   await flush(admin);
-  const cpuBefore = await admin.info('cpu');
-  await admin.call('CONFIG', 'RESETSTAT');
+  const cpuBefore = await processCpu(admin);
+  await Promise.all(each(admin).map((a) => a.call('CONFIG', 'RESETSTAT')));
   const result = await drive(contender, ids, options.concurrency, { calls: options.cpuCalls });
-  const stats = parseCommandStats(await admin.info('commandstats'));
-  const cpuAfter = await admin.info('cpu');
+  const stats = await commandStats(admin);
+  const cpuAfter = await processCpu(admin);
 
   const seen = [...stats.keys()].filter((name) => !HOUSEKEEPING.has(name)).sort();
   const wrappers = seen.filter((name) => WRAPPERS.has(name));
   const issued = wrappers.length > 0 ? wrappers : seen;
   const usecOf = (names: readonly string[]): number => names.reduce((sum, name) => sum + (stats.get(name)?.usec ?? 0), 0);
   const nested = wrappers.length > 0 ? seen.filter((name) => !WRAPPERS.has(name)) : [];
-  const cpu = (info: string): number => infoField(info, 'used_cpu_user') + infoField(info, 'used_cpu_sys');
   const callsPerAcquire: Record<string, number> = {};
   for (const name of seen) callsPerAcquire[name] = round((stats.get(name)?.calls ?? 0) / result.calls, 3);
+  const issuedCalls = issued.reduce((sum, name) => sum + (stats.get(name)?.calls ?? 0), 0);
   return {
     usecPerAcquire: usecOf(issued) / result.calls,
+    usecPerCall: issuedCalls === 0 ? 0 : usecOf(issued) / issuedCalls,
     nestedUsecPerAcquire: usecOf(nested) / result.calls,
-    processUsecPerAcquire: ((cpu(cpuAfter) - cpu(cpuBefore)) * 1e6) / result.calls,
+    processUsecPerAcquire: ((cpuAfter - cpuBefore) * 1e6) / result.calls,
     issued,
     callsPerAcquire,
   };
@@ -513,8 +571,8 @@ interface LoadFigures {
   /** ours, theirs */
   throughput: [ThroughputFigures, ThroughputFigures];
   redisCpu: [RedisCpuFigures, RedisCpuFigures];
-  /** The design floor's Redis CPU, measured in the same interleaved rounds. */
-  floorCpu: RedisCpuFigures;
+  /** The design floor's Redis CPU, measured in the same interleaved rounds (a single Redis only). */
+  floorCpu: RedisCpuFigures | undefined;
 }
 
 /**
@@ -522,11 +580,11 @@ interface LoadFigures {
  * (`cpuRounds` interleaved rounds, the lowest counts) of two limiters, ours first.
  */
 async function measureLoad(
-  admin: Redis,
+  admin: Admin,
   contenders: readonly [Limiter, Limiter],
   loadIds: readonly string[],
   options: StoreBenchOptions,
-  floor: Limiter,
+  floor?: Limiter,
 ): Promise<LoadFigures> {
   // Warm-up: load both scripts, JIT both code paths.
   for (const contender of contenders) await drive(contender, loadIds, options.concurrency, { seconds: options.warmupSeconds });
@@ -554,22 +612,24 @@ async function measureLoad(
 
   // Redis CPU per call of `acquire`, interleaved the same way; the lowest round counts.
   const cpuRuns: Awaited<ReturnType<typeof measureRedisCpu>>[][] = [[], [], []];
-  await drive(floor, loadIds, options.concurrency, { seconds: options.warmupSeconds });
+  if (floor) await drive(floor, loadIds, options.concurrency, { seconds: options.warmupSeconds });
   for (let r = 0; r < options.cpuRounds; r++) {
-    for (const [i, contender] of [...contenders, floor].entries()) {
+    for (const [i, contender] of [...contenders, ...(floor ? [floor] : [])].entries()) {
       cpuRuns[i]?.push(await measureRedisCpu(admin, contender, loadIds, options));
     }
   }
-  const redisCpu = cpuRuns.map((samples): RedisCpuFigures => {
+  const redisCpu = cpuRuns.filter((samples) => samples.length > 0).map((samples): RedisCpuFigures => {
     const lowest = samples.reduce((a, b) => (b.usecPerAcquire < a.usecPerAcquire ? b : a));
     return {
       usecPerAcquire: round(lowest.usecPerAcquire, 3),
+      usecPerCall: round(lowest.usecPerCall, 3),
       nestedUsecPerAcquire: round(lowest.nestedUsecPerAcquire, 3),
       processUsecPerAcquire: round(Math.min(...samples.map((s) => s.processUsecPerAcquire)), 3),
       issued: lowest.issued,
       callsPerAcquire: lowest.callsPerAcquire,
       rounds: samples.map((s) => ({
         usecPerAcquire: round(s.usecPerAcquire, 3),
+        usecPerCall: round(s.usecPerCall, 3),
         nestedUsecPerAcquire: round(s.nestedUsecPerAcquire, 3),
         processUsecPerAcquire: round(s.processUsecPerAcquire, 3),
       })),
@@ -578,7 +638,7 @@ async function measureLoad(
   return {
     throughput: throughput as [ThroughputFigures, ThroughputFigures],
     redisCpu: redisCpu.slice(0, 2) as [RedisCpuFigures, RedisCpuFigures],
-    floorCpu: redisCpu[2]!,
+    floorCpu: redisCpu[2],
   };
 }
 
@@ -598,8 +658,12 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
     const load = loadBucket();
     const loadIds = identities(options.identities);
 
-    // Single acquire: throughput, then Redis CPU.
+    // Single acquire, one in flight: nothing to share a call with.
+    const aloneOptions = { ...options, concurrency: 1, seconds: Math.min(options.seconds, 1), cpuCalls: Math.min(options.cpuCalls, 5_000) };
+    const alone = await measureLoad(admin, [ourContender(ourClient, load), peerContender(peerClient, load)], loadIds, aloneOptions, await floorLimiter(ourClient, [load]));
+    // Single acquire, `concurrency` in flight: throughput, then Redis CPU.
     const single = await measureLoad(admin, [ourContender(ourClient, load), peerContender(peerClient, load)], loadIds, options, await floorLimiter(ourClient, [load]));
+    const onCluster = await measureOnCluster(load, loadIds, options);
     // Three buckets of one identity per operation, measured the same way.
     const multi = operationBuckets();
     const multiLoad = await measureLoad(
@@ -619,6 +683,20 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
     const fractionalMemory = await measureMemory(admin, ourContender(ourClient, fractional), memoryIds, options);
     await flush(admin);
 
+    const pair = (figures: LoadFigures): PhaseFigures => {
+      const [ours, theirs] = figures.throughput;
+      const [oursCpu, theirsCpu] = figures.redisCpu;
+      return {
+        ours: { throughput: ours, redisCpu: oursCpu },
+        theirs: { throughput: theirs, redisCpu: theirsCpu },
+        ratios: {
+          throughput: round(ours.best / theirs.best, 3),
+          throughputMedian: round(ours.median / theirs.median, 3),
+          redisCpu: round(oursCpu.usecPerAcquire / theirsCpu.usecPerAcquire, 3),
+          processCpu: round(oursCpu.processUsecPerAcquire / theirsCpu.processUsecPerAcquire, 3),
+        },
+      };
+    };
     const [ourThroughput, peerThroughput] = single.throughput;
     const [ourCpu, peerCpu] = single.redisCpu;
     const [ourMultiThroughput, peerMultiThroughput] = multiLoad.throughput;
@@ -654,13 +732,17 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
         averageBytes: round(ourMemory.averageBytes / peerMemory.averageBytes, 3),
       },
       floor: {
-        single: single.floorCpu,
-        multi: multiLoad.floorCpu,
+        single: single.floorCpu!,
+        multi: multiLoad.floorCpu!,
+        alone: alone.floorCpu!,
         ratios: {
-          single: round(single.floorCpu.usecPerAcquire / peerCpu.usecPerAcquire, 3),
-          multi: round(multiLoad.floorCpu.usecPerAcquire / peerMultiCpu.usecPerAcquire, 3),
+          single: round(single.floorCpu!.usecPerAcquire / peerCpu.usecPerAcquire, 3),
+          multi: round(multiLoad.floorCpu!.usecPerAcquire / peerMultiCpu.usecPerAcquire, 3),
+          alone: round(alone.floorCpu!.usecPerAcquire / alone.redisCpu[1].usecPerAcquire, 3),
         },
       },
+      alone: pair(alone),
+      cluster: pair(onCluster),
       multiBucket: {
         bucketsPerOperation: multi.length,
         buckets: multi.map((b) => b.name),
@@ -683,12 +765,25 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
 
 /** The issue's targets; a FAIL is reported, never fatal. */
 export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
-  const { ours, theirs, ratios, multiBucket: multi } = figures;
+  const { ours, theirs, ratios, multiBucket: multi, alone, options } = figures;
   const bytes = ours.memory.memoryUsage;
+  const c = options.concurrency;
   return [
     {
-      label: `single acquire: Redis CPU per acquire <= ${THEIRS}'s`,
-      pass: ours.redisCpu.usecPerAcquire <= theirs.redisCpu.usecPerAcquire,
+      label: `one acquire in flight: Redis CPU per acquire <= 1.0× ${THEIRS}'s`,
+      pass: alone.ratios.redisCpu <= 1,
+      detail: `${fmt(alone.ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(alone.theirs.redisCpu.usecPerAcquire, 2)} µs (${fmt(alone.ratios.redisCpu, 2)}×)`,
+    },
+    {
+      label: `one acquire in flight: throughput >= 1.0× ${THEIRS}'s`,
+      pass: alone.ratios.throughput >= 1,
+      detail:
+        `best run ${fmt(alone.ours.throughput.best, 0)}/s vs ${fmt(alone.theirs.throughput.best, 0)}/s (${fmt(alone.ratios.throughput, 2)}×; ` +
+        `medians ${fmt(alone.ratios.throughputMedian, 2)}×)`,
+    },
+    {
+      label: `${c} acquires in flight: Redis CPU per acquire <= 0.5× ${THEIRS}'s`,
+      pass: ratios.redisCpu <= 0.5,
       detail: `${fmt(ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(theirs.redisCpu.usecPerAcquire, 2)} µs (${fmt(ratios.redisCpu, 2)}×)`,
     },
     {
@@ -697,8 +792,8 @@ export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
       detail: `${bytes ?? 'missing'} B for ${ours.memory.key} (${THEIRS}: ${theirs.memory.memoryUsage ?? 'missing'} B)`,
     },
     {
-      label: `single acquire: throughput >= 1.0× ${THEIRS}'s`,
-      pass: ratios.throughput >= 1,
+      label: `${c} acquires in flight: throughput >= 1.5× ${THEIRS}'s`,
+      pass: ratios.throughput >= 1.5,
       detail:
         `best run ${fmt(ours.throughput.best, 0)}/s vs ${fmt(theirs.throughput.best, 0)}/s (${fmt(ratios.throughput, 2)}×; ` +
         `medians ${fmt(ratios.throughputMedian, 2)}×)`,
@@ -731,6 +826,31 @@ function describeKey(m: KeyMemoryFigures): string {
   return `${m.key} = ${m.value ?? '(missing)'} [${m.encoding ?? '?'}]`;
 }
 
+/** Rows of one phase of the single-acquire load. */
+function phaseRows(title: string, phase: PhaseFigures, n: number, floor?: RedisCpuFigures): string[][] {
+  const { ours, theirs, ratios } = phase;
+  const ratio = (x: number): string => `${fmt(x, 2)}×`;
+  return [
+    [title, '', '', ''],
+    [`throughput, acquires/s (best of ${n})`, fmt(ours.throughput.best, 0), fmt(theirs.throughput.best, 0), ratio(ratios.throughput)],
+    [`  median of ${n}`, fmt(ours.throughput.median, 0), fmt(theirs.throughput.median, 0), ratio(ratios.throughputMedian)],
+    ['Redis CPU, µs/acquire (commandstats)', fmt(ours.redisCpu.usecPerAcquire, 2), fmt(theirs.redisCpu.usecPerAcquire, 2), ratio(ratios.redisCpu)],
+    ['  µs per script call', fmt(ours.redisCpu.usecPerCall, 2), fmt(theirs.redisCpu.usecPerCall, 2), ''],
+    ['  script calls per acquire', fmt(scriptCalls(ours.redisCpu), 3), fmt(scriptCalls(theirs.redisCpu), 3), ''],
+    ...(floor ? [['  design floor: TIME + GET + SET PXAT', fmt(floor.usecPerAcquire, 2), '', '']] : []),
+    [
+      'Redis process CPU, µs/acquire (INFO cpu)',
+      fmt(ours.redisCpu.processUsecPerAcquire, 2),
+      fmt(theirs.redisCpu.processUsecPerAcquire, 2),
+      ratio(ratios.processCpu),
+    ],
+  ];
+}
+
+function scriptCalls(cpu: RedisCpuFigures): number {
+  return cpu.issued.reduce((sum, name) => sum + (cpu.callsPerAcquire[name] ?? 0), 0);
+}
+
 /** The table and notes printed by `bench/run.ts`. */
 export function formatStoreBench(figures: StoreBenchFigures): string[] {
   const { ours, theirs, ratios, options, multiBucket: multi } = figures;
@@ -740,7 +860,11 @@ export function formatStoreBench(figures: StoreBenchFigures): string[] {
   const table = formatTable(
     ['figure', OURS, THEIRS, 'ours/theirs'],
     [
-      ['single acquire (1 bucket per call)', '', '', ''],
+      ...phaseRows('one acquire in flight', figures.alone, n, figures.floor.alone),
+      ['', '', '', ''],
+      ...phaseRows(`${options.concurrency} acquires in flight, 3-master Cluster (shared per hash slot)`, figures.cluster, n),
+      ['', '', '', ''],
+      [`single acquire, ${options.concurrency} in flight (1 bucket per call)`, '', '', ''],
       [`throughput, acquires/s (best of ${n})`, fmt(ours.throughput.best, 0), fmt(theirs.throughput.best, 0), ratio(ratios.throughput)],
       [`  median of ${n}`, fmt(ours.throughput.median, 0), fmt(theirs.throughput.median, 0), ratio(ratios.throughputMedian)],
       [
@@ -757,6 +881,7 @@ export function formatStoreBench(figures: StoreBenchFigures): string[] {
         ratio(ratios.clientCpu),
       ],
       ['Redis CPU, µs/acquire (commandstats)', fmt(ours.redisCpu.usecPerAcquire, 2), fmt(theirs.redisCpu.usecPerAcquire, 2), ratio(ratios.redisCpu)],
+      ['  µs per script call', fmt(ours.redisCpu.usecPerCall, 2), fmt(theirs.redisCpu.usecPerCall, 2), ''],
       ['  design floor: TIME + GET + SET PXAT', fmt(figures.floor.single.usecPerAcquire, 2), '', ratio(figures.floor.ratios.single)],
       [
         '  of which commands run by the script',
@@ -845,7 +970,7 @@ export function formatStoreBench(figures: StoreBenchFigures): string[] {
     '',
     ...table,
     '',
-    `commands per single acquire: ours ${describeCalls(ours.redisCpu)}; theirs ${describeCalls(theirs.redisCpu)}`,
+    `commands per single acquire (${options.concurrency} in flight): ours ${describeCalls(ours.redisCpu)}; theirs ${describeCalls(theirs.redisCpu)}`,
     `commands per ${k}-bucket operation: ours ${describeCalls(multi.ours.redisCpu)}; theirs ${describeCalls(multi.theirs.redisCpu)}`,
     `Redis CPU per bucket taken in a ${k}-bucket operation: ours ${fmt(multi.ours.redisCpu.usecPerAcquire / k, 2)} µs, ` +
       `theirs ${fmt(multi.theirs.redisCpu.usecPerAcquire / k, 2)} µs (single acquire: ` +

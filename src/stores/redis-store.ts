@@ -6,6 +6,8 @@ import type { FullAt } from './full-at.js';
 import { formatFullAt, parseFullAt } from './full-at.js';
 import { refillTime } from './bucket-terms.js';
 import { LuaScript } from './lua-script.js';
+import type { SharedAnswer, SharedRequest } from './coalescer.js';
+import { ALONE, Coalescer, MAX_SHARED_KEYS } from './coalescer.js';
 import type { RedisStoreClient, ScriptClient } from './redis-client.js';
 import { scriptClient } from './redis-client.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
@@ -45,6 +47,7 @@ const NONE: FullAt = { at: 0, num: 0, den: 1 };
 const RESET_MARK = '!reset';
 
 let acquireScript: LuaScript | undefined;
+let acquireEachScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
 let resetScript: LuaScript | undefined;
 
@@ -82,6 +85,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   readonly client: Client;
   readonly prefix: string;
   private readonly acquireLua: LuaScript;
+  private readonly acquireEachLua: LuaScript;
   private readonly refundLua: LuaScript;
   private readonly resetLua: LuaScript;
   private readonly receipts: ReceiptBook;
@@ -91,8 +95,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   private resets = 0;
   /** Per key, the count just after its latest reset was sent, while acquires are in flight. */
   private readonly resetAfter = new Map<string, number>();
-  /** Acquires sent and not answered. */
+  /** Acquires sent (or waiting to share a call) and not answered. */
   private inFlight = 0;
+  /** Acquires of one tick bound for one node (slot) share a script call. */
+  private readonly coalescer: Coalescer;
 
   constructor(client: Client, options: RedisStoreOptions = {}) {
     const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
@@ -102,12 +108,18 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     this.client = client;
     this.prefix = validatePrefix(options.prefix ?? DEFAULT_PREFIX);
     acquireScript ??= new LuaScript('acquire.lua');
+    acquireEachScript ??= new LuaScript('acquire-each.lua');
     refundScript ??= new LuaScript('refund.lua');
     resetScript ??= new LuaScript('reset.lua');
     this.acquireLua = acquireScript;
+    this.acquireEachLua = acquireEachScript;
     this.refundLua = refundScript;
     this.resetLua = resetScript;
     this.receipts = new ReceiptBook(maxReceipts);
+    this.coalescer = new Coalescer(
+      (keys, args) => this.run(this.acquireEachLua, keys, args),
+      () => this.resets,
+    );
     // Last: it opens a connection, which nothing above may leave behind by throwing.
     this.redis = scriptClient(client);
   }
@@ -123,7 +135,21 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     assertCost(cost, bucket);
     const terms = termsOf(bucket);
     if (terms.huge) return acquireOne(this, bucket, key, cost);
-    const redisKeyOf = redisKey(this.prefix, identityTag(keyString(key)), bucket);
+    const tag = identityTag(keyString(key));
+    const redisKeyOf = redisKey(this.prefix, tag, bucket);
+    this.inFlight += 1;
+    let shared: SharedAnswer | typeof ALONE;
+    try {
+      shared = await this.coalescer.submit(this.redis.cluster ? tag : '', [{ key: redisKeyOf, terms, cost }]);
+    } finally {
+      this.answered();
+    }
+    if (shared !== ALONE) {
+      const whole = shared.remaining[0]!;
+      if (!shared.taken) return { allowed: false, retryAfterMs: shared.waits[0] === NEVER ? null : shared.waits[0]! };
+      if (cost > 0 && this.notResetSince(redisKeyOf, shared.sent)) this.remember(redisKeyOf, terms, cost, shared.takenAt, whole === terms.capacity - cost);
+      return { allowed: true, remaining: whole };
+    }
     const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
     const sent = this.sending();
     let reply: unknown;
@@ -152,18 +178,35 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const keys = validateRequests(requests);
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const tags = keys.map(identityTag);
-    const sent = this.sending();
-    let taken: Taken;
-    try {
-      taken = this.oneSlot(tags)
-        ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
-        : await this.acquireAcrossSlots(requests, tags, sent);
-    } finally {
-      this.answered();
+    const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
+    let sent = 0;
+    let taken: Taken | undefined;
+    const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids) : undefined;
+    if (shareable !== undefined) {
+      this.inFlight += 1;
+      let shared: SharedAnswer | typeof ALONE;
+      try {
+        shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
+      } finally {
+        this.answered();
+      }
+      if (shared !== ALONE) {
+        if (shared.taken) sent = shared.sent;
+        taken = takenOf(shared);
+      }
+    }
+    if (taken === undefined) {
+      sent = this.sending();
+      try {
+        taken = this.oneSlot(tags)
+          ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
+          : await this.acquireAcrossSlots(requests, tags, sent);
+      } finally {
+        this.answered();
+      }
     }
     const { admission, takenAt } = taken;
     if (admission.allowed) {
-      const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
       const twice = requests.length > 1 ? repeated(ids) : undefined;
       takenAt.forEach((at, i) => {
         const { bucket, cost } = requests[i]!;
@@ -530,6 +573,33 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       throw error;
     }
   }
+}
+
+/**
+ * The requests of an acquireAll that may share a script call with other
+ * operations (lua/acquire-each.lua): every one enforced, none huge, no key
+ * twice, few enough; undefined otherwise.
+ */
+function sharedRequests(requests: readonly AcquireRequest[], ids: readonly string[]): SharedRequest[] | undefined {
+  if (requests.length > MAX_SHARED_KEYS) return undefined;
+  const shared: SharedRequest[] = [];
+  for (const [i, { bucket, cost, measure }] of requests.entries()) {
+    const terms = termsOf(bucket);
+    if (measure === true || terms.huge) return undefined;
+    shared.push({ key: ids[i]!, terms, cost });
+  }
+  return requests.length > 1 && new Set(ids).size < ids.length ? undefined : shared;
+}
+
+/** An acquireAll's answer from a shared call. */
+function takenOf(shared: SharedAnswer): Taken {
+  const { remaining } = shared;
+  if (shared.taken) return { admission: { allowed: true, remaining }, takenAt: remaining.map(() => shared.takenAt), fullAt: [] };
+  const short: DeniedRequest[] = [];
+  shared.waits.forEach((w, index) => {
+    if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
+  });
+  return { admission: denial(short, remaining), takenAt: remaining.map(() => null), fullAt: [] };
 }
 
 /** The ids that appear more than once. */

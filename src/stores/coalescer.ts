@@ -1,0 +1,161 @@
+import type { BucketTerms } from './bucket-terms.js';
+
+/** One request of an operation that may share a script call: its key and terms (never huge), and its cost. */
+export interface SharedRequest {
+  readonly key: string;
+  readonly terms: BucketTerms;
+  readonly cost: number;
+}
+
+/** An operation's own answer from a shared call (lua/acquire-each.lua). */
+export type SharedAnswer =
+  | { readonly taken: true; readonly remaining: number[]; readonly takenAt: number; readonly sent: number }
+  | { readonly taken: false; readonly remaining: number[]; readonly waits: number[] };
+
+/**
+ * `ALONE`: no other operation for its node (slot) came in its tick, or the
+ * shared call could not decide it and wrote nothing for it (a foreign value,
+ * a value to repair): the caller runs it as it would alone.
+ */
+export const ALONE = 'alone';
+
+interface Waiting {
+  readonly requests: readonly SharedRequest[];
+  resolve(answer: SharedAnswer | typeof ALONE): void;
+  reject(error: unknown): void;
+}
+
+/** Keys per shared call at most: a longer call would hold Redis up for everyone else. */
+export const MAX_SHARED_KEYS = 512;
+
+/** Runs lua/acquire-each.lua with `keys` and `args`, on the node (slot) of the first key. */
+export type RunShared = (keys: readonly string[], args: readonly number[]) => Promise<unknown>;
+
+/**
+ * Gathers the operations issued in one tick, per node (a Cluster: per hash
+ * slot), and sends each node's as one script call when there are several.
+ * Nothing waits for a timer: the call goes out once the tick's synchronous
+ * work and promise jobs are done (`process.nextTick`), so an operation alone
+ * costs what it did without it. A shared call is one command on the
+ * store's connection: when it fails (its reply lost), every operation in it
+ * fails, and none is sent again, since it may have been applied.
+ */
+export class Coalescer {
+  readonly #run: RunShared;
+  /** What an operation's receipts compare resets with, read when its call is sent. */
+  readonly #mark: () => number;
+  #pending = new Map<string, Waiting[]>();
+  #scheduled = false;
+
+  constructor(run: RunShared, mark: () => number) {
+    this.#run = run;
+    this.#mark = mark;
+  }
+
+  /** Queues an operation for the node (slot) `group`; resolves to its own answer, or `ALONE`. */
+  submit(group: string, requests: readonly SharedRequest[]): Promise<SharedAnswer | typeof ALONE> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.#pending.get(group);
+      if (waiting) waiting.push({ requests, resolve, reject });
+      else this.#pending.set(group, [{ requests, resolve, reject }]);
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        process.nextTick(() => this.#flush());
+      }
+    });
+  }
+
+  #flush(): void {
+    const groups = this.#pending;
+    this.#pending = new Map();
+    this.#scheduled = false;
+    for (const waiting of groups.values()) {
+      if (waiting.length === 1) {
+        waiting[0]!.resolve(ALONE);
+        continue;
+      }
+      let start = 0;
+      let keys = 0;
+      for (let i = 0; i < waiting.length; i++) {
+        const size = waiting[i]!.requests.length;
+        if (keys + size > MAX_SHARED_KEYS && i > start) {
+          this.#send(waiting.slice(start, i));
+          start = i;
+          keys = 0;
+        }
+        keys += size;
+      }
+      this.#send(waiting.slice(start));
+    }
+  }
+
+  #send(batch: readonly Waiting[]): void {
+    if (batch.length === 1) {
+      batch[0]!.resolve(ALONE);
+      return;
+    }
+    const keys: string[] = [];
+    // each bucket's terms once (by the object termsOf keeps per bucket), then per request: terms index, cost
+    const index = new Map<BucketTerms, number>();
+    const terms: number[] = [];
+    const requests: number[] = [];
+    for (const waiting of batch) {
+      waiting.requests.forEach(({ key, terms: t, cost }, i) => {
+        let j = index.get(t);
+        if (j === undefined) {
+          j = index.size + 1;
+          index.set(t, j);
+          terms.push(t.capacity, t.tokens, t.period);
+        }
+        keys.push(key);
+        requests.push(i === 0 ? j : -j, cost);
+      });
+    }
+    const args = [index.size, ...terms, ...requests];
+    const sent = this.#mark();
+    this.#run(keys, args).then(
+      (reply) => {
+        let answers: (SharedAnswer | typeof ALONE)[];
+        try {
+          answers = parseShared(reply, batch, sent);
+        } catch (error) {
+          for (const w of batch) w.reject(error);
+          return;
+        }
+        batch.forEach((w, i) => w.resolve(answers[i]!));
+      },
+      (error: unknown) => {
+        for (const w of batch) w.reject(error);
+      },
+    );
+  }
+}
+
+/** lua/acquire-each.lua's reply: {t, then per operation 1 rem×k | 0 rem×k w×k | 3}. */
+function parseShared(reply: unknown, waiting: readonly Waiting[], sent: number): (SharedAnswer | typeof ALONE)[] {
+  const bad = (): Error => new Error(`token bucket script returned an unexpected reply: ${JSON.stringify(reply)}`);
+  if (!Array.isArray(reply)) throw bad();
+  const takenAt: unknown = reply[0];
+  if (!Number.isSafeInteger(takenAt)) throw bad();
+  const answers: (SharedAnswer | typeof ALONE)[] = [];
+  let p = 1;
+  for (const { requests } of waiting) {
+    const k = requests.length;
+    const status: unknown = reply[p];
+    if (status === 1) {
+      // whole tokens within 64 of 2^53 come as strings (ioredis misreads such integers)
+      answers.push({ taken: true, remaining: reply.slice(p + 1, p + 1 + k).map(Number), takenAt: takenAt as number, sent });
+      p += 1 + k;
+    } else if (status === 0) {
+      answers.push({ taken: false, remaining: reply.slice(p + 1, p + 1 + k).map(Number), waits: reply.slice(p + 1 + k, p + 1 + 2 * k).map(Number) });
+      p += 1 + 2 * k;
+    } else if (status === 3) {
+      answers.push(ALONE);
+      p += 1;
+    } else {
+      throw bad();
+    }
+  }
+  if (p !== reply.length) throw bad();
+  return answers;
+}
