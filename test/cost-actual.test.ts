@@ -229,3 +229,41 @@ describe('actualCostOf on an interface of many types', () => {
     expect(actualCostOf(query, { a: { __typename: 'T0', score: 1 }, b: { __typename: 'T41', score: 1 } })).toEqual({ api: 7 });
   });
 });
+
+describe('actualCostOf of fields on an interface beside conditions on its types', () => {
+  // Two classes by how they price the interface's fields: A1, A2 weigh `score` 5; B1, B2 weigh it 0. `x` weighs 3 on A2 and B1.
+  const { costOf, actualCostOf } = pricer(
+    costSchema(`
+      type Query @tokenBucket(name: "api") { node: Node }
+      interface Node { id: ID score: Int }
+      type A1 implements Node { id: ID score: Int @cost(weight: "5") x: Int }
+      type A2 implements Node { id: ID score: Int @cost(weight: "5") x: Int @cost(weight: "3") }
+      type B1 implements Node { id: ID score: Int x: Int @cost(weight: "3") }
+      type B2 implements Node { id: ID score: Int x: Int }
+    `),
+  );
+  const conditions = '... on A1 { x } ... on A2 { x } ... on B1 { x } ... on B2 { x }';
+
+  it('price the plain fields once per class beside the most expensive condition that could have run', () => {
+    const query = `{ node { id score ${conditions} } }`;
+    // The most a type could be: A2, node 1 + score 5 + x 3 = 9
+    expect(costOf(query)).toEqual({ api: 9 });
+    // Nothing tells the four apart: A1 1 + 5 + 0 = 6, A2 9, B1 1 + 0 + 3 = 4, B2 1; the most, 9
+    expect(actualCostOf(query, { node: { id: '1', score: 1, x: 1 } })).toEqual({ api: 9 });
+  });
+
+  it('price the type __typename names, its plain fields on its class', () => {
+    const query = `{ node { __typename id score ${conditions} } }`;
+    expect(actualCostOf(query, { node: { __typename: 'A1', id: '1', score: 1, x: 1 } })).toEqual({ api: 6 }); // 1 + 5 + 0
+    expect(actualCostOf(query, { node: { __typename: 'B1', id: '1', score: 1, x: 1 } })).toEqual({ api: 4 }); // 1 + 0 + 3
+    expect(actualCostOf(query, { node: { __typename: 'B2', id: '1', score: 1, x: 1 } })).toEqual({ api: 1 }); // 1 + 0 + 0
+  });
+
+  it('merge a condition selecting a plain key again on that type alone', () => {
+    const query = '{ node { id score ... on A2 { score x } ... on B1 { x } } }';
+    // A2: score merged, 1 + 5 + 3 = 9; B1: 1 + 0 + 3 = 4
+    expect(actualCostOf(query, { node: { id: '1', score: 1, x: 1 } })).toEqual({ api: 9 });
+    // Without x: A1 or B2, 1 + 5 = 6 at most
+    expect(actualCostOf(query, { node: { id: '1', score: 1 } })).toEqual({ api: 6 });
+  });
+});

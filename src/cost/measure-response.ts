@@ -5,7 +5,7 @@ import type { ArgumentPricer } from './argument-costs.js';
 import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
 import { deferred } from './collect-fields.js';
-import { NarrowerConditions, applies, included, pricedTypes, sat } from './selections.js';
+import { NarrowerConditions, applies, declares, included, possibleTypesOf, pricedTypes, sat } from './selections.js';
 import type { Classes, PricedTypes } from './selections.js';
 
 const FIELD = Kind.FIELD;
@@ -42,6 +42,21 @@ interface Group {
   readonly priced: Map<CompositeCost, PricedTypes>;
 }
 
+/**
+ * A group on an abstract type, split: its plain fields (those its selection
+ * sets select on the abstract type itself, which it declares), priced alike
+ * by every type of a class of it, and the rest (type conditions, fragments,
+ * fields with directives or it does not declare), read per type.
+ */
+interface Split {
+  readonly plain: Group;
+  readonly rest: Group;
+  /** The plain fields' response keys. */
+  readonly plainKeys: ReadonlySet<string>;
+  /** The plan on each possible type built so far. */
+  readonly plans: Map<CompositeCost, Plan>;
+}
+
 /** The possible types whose selections give one set of keys. */
 interface Candidates {
   readonly fitting: readonly CompositeCost[];
@@ -69,6 +84,12 @@ interface Plan {
   readonly typenames: ReadonlySet<string>;
   /** Equal for two plans that price every object alike (the same keys, fields priced alike, the same groups below). */
   readonly shape: string;
+  /**
+   * A possible type's plan on an abstract type whose group splits (`Split`):
+   * the entries, keys and typenames above are the plain fields' (on the type
+   * standing for its class), these the rest's on the type itself; no key in both.
+   */
+  readonly rest: Plan | null;
 }
 
 /** What a fragment collects on one type by itself. */
@@ -102,6 +123,15 @@ export function measureResponse(input: ResponseInput, selectionSet: SelectionSet
 const OBJECT_VALUE = 0;
 const ABSTRACT_VALUE = 1;
 const FIELD_VALUE = 2;
+/** The candidates of one class of a split group (`Split`): its plain fields once, plus the most of their rests. */
+const CLASS_VALUE = 3;
+
+/** Candidates of one class of a split group: the type standing for it, and those the rest prices apart. */
+interface ClassCandidates {
+  readonly split: Split;
+  readonly standIn: CompositeCost;
+  readonly types: CompositeCost[];
+}
 
 class Frame {
   kind = OBJECT_VALUE;
@@ -111,8 +141,11 @@ class Frame {
   /** Object: the plan read and the next entry. */
   plan: Plan | null = null;
   next = 0;
-  /** Abstract: the possible types that fit, and the next one to price. */
+  /** Abstract: the possible types that fit, and the next one to price; or the classes of a split group's. */
   candidates: readonly CompositeCost[] = [];
+  classes: readonly (CompositeCost | ClassCandidates)[] | null = null;
+  /** Class: its candidates, and the next part to price (0 the plain fields, 1 the rests). */
+  of: ClassCandidates | null = null;
   /** Memoize this frame's result (below an object of undecided type, the same object is priced once per candidate). */
   memoize = false;
   ambiguous = false;
@@ -155,6 +188,9 @@ class ResponseWalk {
   private readonly refinements = new Map<string, Classes>();
   /** What each fragment collects on each type, by type number and name. */
   private readonly fragmentFields = new Map<string, Collected>();
+  /** Per group and abstract type (by number): how it splits, or null where it does not. */
+  private readonly splits = new Map<number, Split | null>();
+  private readonly planShapes = new Map<string, number>();
 
   private entityFetches: EntityFetches | null = null;
 
@@ -187,7 +223,7 @@ class ResponseWalk {
   }
 
   /** Starts pricing the object `value` of `type` (object or abstract) for `group`, or hands back its memoized price. */
-  private enterValue(group: Group, type: CompositeCost, value: Record<string, unknown>): void {
+  private enterValue(group: Group, type: CompositeCost, value: Record<string, unknown>, abstract: CompositeCost | null = null): void {
     const memoize = this.ambiguity > 0;
     if (memoize && this.memo !== null) {
       const saved = this.memo.get(value)?.get(group.id * this.typeCount + type.index);
@@ -206,6 +242,7 @@ class ResponseWalk {
       frame.type = type;
       frame.value = value;
       frame.candidates = candidates;
+      frame.classes = candidates.length > 1 ? this.classesOf(group, type, candidates) : null;
       frame.next = 0;
       frame.memoize = memoize;
       if (candidates.length > 1) {
@@ -218,7 +255,7 @@ class ResponseWalk {
     frame.group = group;
     frame.type = type;
     frame.value = value;
-    frame.plan = this.plan(group, type);
+    frame.plan = abstract === null ? this.plan(group, type) : this.planOn(group, type, abstract);
     frame.next = 0;
     frame.memoize = memoize;
   }
@@ -252,16 +289,49 @@ class ResponseWalk {
           }
           return;
         }
+        // A split plan: the plain fields' entries, then the rest's.
+        if (frame.plan!.rest !== null) {
+          frame.plan = frame.plan!.rest;
+          frame.next = 0;
+          return;
+        }
         this.finish(frame);
         return;
       }
       case ABSTRACT_VALUE: {
-        const next = frame.candidates[frame.next++];
+        const next = frame.classes === null ? frame.candidates[frame.next++] : frame.classes[frame.next++];
         if (next === undefined) {
           this.finish(frame);
           return;
         }
-        this.enterValue(frame.group!, next, frame.value!);
+        if ('split' in next) {
+          const value = frame.value!;
+          const of = this.push(CLASS_VALUE);
+          of.of = next;
+          of.value = value;
+          of.next = 0;
+          return;
+        }
+        this.enterValue(frame.group!, next, frame.value!, frame.type);
+        return;
+      }
+      case CLASS_VALUE: {
+        const of = frame.of!;
+        const part = frame.next++;
+        if (part === 0) {
+          this.enterValue(of.split.plain, of.standIn, frame.value!);
+        } else if (part === 1) {
+          // The most of the rests: an abstract frame over them, memoized by none.
+          const rests = this.push(ABSTRACT_VALUE);
+          rests.group = of.split.rest;
+          rests.type = null;
+          rests.value = frame.value;
+          rests.candidates = of.types;
+          rests.classes = null;
+          rests.next = 0;
+        } else {
+          this.finish(frame);
+        }
         return;
       }
       case FIELD_VALUE: {
@@ -373,28 +443,39 @@ class ResponseWalk {
       const named = typeof name === 'string' ? byName.get(name) : undefined;
       if (named !== undefined) {
         const standIn = priced.standIn(named);
-        if (this.plan(group, standIn).typenames.has(typenameKey)) return [standIn];
+        if (holdsTypename(this.planOn(group, standIn, type), typenameKey)) return [standIn];
       }
     }
     const keys = Object.keys(value);
     const signature = `${type.name}\u0000${keys.join('\u0000')}`;
     let candidates = group.candidates.get(signature);
     if (candidates === undefined) {
+      // A split group: the keys its plain fields give, told apart once, so each type reads only the others against its rest.
+      const split = this.splitOf(group, type);
+      const others = split === null ? keys : keys.filter((k) => !split.plainKeys.has(k));
+      const plainCount = keys.length - others.length;
       const fitting = priced.types.filter((possible) => {
-        const planned = this.plan(group, possible).keys;
-        return planned.size === keys.length && keys.every((k) => planned.has(k));
+        const plan = this.planOn(group, possible, type);
+        if (plan.rest === null) return plan.keys.size === keys.length && keys.every((k) => plan.keys.has(k));
+        // Its own keys are exactly the plain keys (`planOn`).
+        const rest = plan.rest.keys;
+        return plainCount === plan.keys.size && rest.size === others.length && others.every((k) => rest.has(k));
       });
       // Keys no type's selections give (not graphql-js's output): any type, nothing narrows them.
       candidates =
         fitting.length === 0
-          ? { fitting: priced.types, distinct: this.distinct(group, priced.types), named: false }
-          : { fitting, distinct: this.distinct(group, fitting), named: fitting.some((possible) => this.plan(group, possible).typename !== null) };
+          ? { fitting: priced.types, distinct: this.distinct(group, type, priced.types), named: false }
+          : {
+              fitting,
+              distinct: this.distinct(group, type, fitting),
+              named: fitting.some((possible) => this.planOn(group, possible, type).typename !== null),
+            };
       group.candidates.set(signature, candidates);
     }
     if (!candidates.named || candidates.fitting.length === 1) return candidates.distinct;
     let named: CompositeCost[] | null = null;
     for (const possible of candidates.fitting) {
-      const key = this.plan(group, possible).typename;
+      const key = this.planOn(group, possible, type).typename;
       if (key === null) {
         (named ??= []).push(possible);
         continue;
@@ -403,7 +484,7 @@ class ResponseWalk {
       const holder = typeof name === 'string' ? byName.get(name) : undefined;
       if (holder !== undefined && priced.standIn(holder) === possible) (named ??= []).push(possible);
     }
-    return named === null ? candidates.distinct : this.distinct(group, named);
+    return named === null ? candidates.distinct : this.distinct(group, type, named);
   }
 
   /**
@@ -430,13 +511,13 @@ class ResponseWalk {
     return priced;
   }
 
-  /** One type per plan shape among `types`. */
-  private distinct(group: Group, types: readonly CompositeCost[]): readonly CompositeCost[] {
+  /** One type per plan shape among `types`, possible types of `abstract`. */
+  private distinct(group: Group, abstract: CompositeCost, types: readonly CompositeCost[]): readonly CompositeCost[] {
     if (types.length < 2) return types;
     const seen = new Set<string>();
     const distinct: CompositeCost[] = [];
     for (const possible of types) {
-      const shape = this.plan(group, possible).shape;
+      const shape = this.planOn(group, possible, abstract).shape;
       if (seen.has(shape)) continue;
       seen.add(shape);
       distinct.push(possible);
@@ -481,10 +562,10 @@ class ResponseWalk {
     let key = group.typenameKeys.get(type);
     if (key === undefined) {
       key = null;
-      const plans = priced.types.map((possible) => this.plan(group, possible));
+      const plans = priced.types.map((possible) => this.planOn(group, possible, type));
       for (const plan of plans) {
         const candidate = plan.typename;
-        if (candidate !== null && plans.every((p) => !p.keys.has(candidate) || p.typenames.has(candidate))) {
+        if (candidate !== null && plans.every((p) => !holdsKey(p, candidate) || holdsTypename(p, candidate))) {
           key = candidate;
           break;
         }
@@ -538,9 +619,105 @@ class ResponseWalk {
       entries.push({ key, field, node, child });
     }
     const shape = entries.map((e) => `${e.key.length}:${e.key}${this.fieldShape(e.field)}/${this.nodeId(e.node)}/${e.child?.id ?? -1}`).join(';');
-    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename, typenames, shape };
+    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename, typenames, shape, rest: null };
     group.plans.set(type, plan);
     return plan;
+  }
+
+  /**
+   * The plan of `group` on `type`, a possible type of the interface or
+   * union `abstract` the group selects on: its plain fields' plan on the
+   * first type of `type`'s class, which prices them alike (so they are read
+   * once per class, however many types its conditions name), then the
+   * rest's on `type`. Where the rest holds a key of the plain fields
+   * (merged with them on `type`), the whole group's plan on `type`.
+   */
+  private planOn(group: Group, type: CompositeCost, abstract: CompositeCost): Plan {
+    const split = this.splitOf(group, abstract);
+    if (split === null) return this.plan(group, type);
+    let plan = split.plans.get(type);
+    if (plan === undefined) {
+      const plain = this.plan(split.plain, standInOf(abstract, type));
+      const rest = this.plan(split.rest, type);
+      let merges = plain.keys.size !== split.plainKeys.size;
+      for (const key of rest.keys) if (split.plainKeys.has(key)) merges = true;
+      plan = merges
+        ? this.plan(group, type)
+        : {
+            entries: plain.entries,
+            keys: plain.keys,
+            typename: plain.typename ?? rest.typename,
+            typenames: plain.typenames,
+            shape: `\u0000${this.shapeId(plain)},${this.shapeId(rest)}`,
+            rest,
+          };
+      split.plans.set(type, plan);
+    }
+    return plan;
+  }
+
+  /**
+   * `candidates` of `abstract` to price for `group`, those whose plans
+   * split gathered by class: the plain fields are priced once per class
+   * beside the most of the candidates' rests, not once per candidate. Null
+   * where that gathers nothing.
+   */
+  private classesOf(group: Group, abstract: CompositeCost, candidates: readonly CompositeCost[]): (CompositeCost | ClassCandidates)[] | null {
+    const split = this.splitOf(group, abstract);
+    if (split === null) return null;
+    const byClass = new Map<CompositeCost, ClassCandidates>();
+    const classes: (CompositeCost | ClassCandidates)[] = [];
+    for (const possible of candidates) {
+      if (this.planOn(group, possible, abstract).rest === null) {
+        classes.push(possible);
+        continue;
+      }
+      const standIn = standInOf(abstract, possible);
+      let of = byClass.get(standIn);
+      if (of === undefined) {
+        byClass.set(standIn, (of = { split, standIn, types: [] }));
+        classes.push(of);
+      }
+      of.types.push(possible);
+    }
+    return classes.length === candidates.length ? null : classes;
+  }
+
+  /** A number per plan shape: a split plan's shape names its parts' without spelling them out. */
+  private shapeId(plan: Plan): number {
+    let id = this.planShapes.get(plan.shape);
+    if (id === undefined) this.planShapes.set(plan.shape, (id = this.planShapes.size));
+    return id;
+  }
+
+  /** How `group` splits on `abstract` (see `planOn`): null without plain fields, or without anything else. */
+  private splitOf(group: Group, abstract: CompositeCost): Split | null {
+    const id = group.id * this.typeCount + abstract.index;
+    let split = this.splits.get(id);
+    if (split === undefined) {
+      const plainSets: SelectionSetNode[] = [];
+      const restSets: SelectionSetNode[] = [];
+      const plainKeys = new Set<string>();
+      let others = 0;
+      for (const selectionSet of group.selectionSets) {
+        const plain: SelectionNode[] = [];
+        const rest: SelectionNode[] = [];
+        for (const selection of selectionSet.selections) {
+          if (selection.kind === FIELD && (selection.directives === undefined || selection.directives.length === 0) && declares(abstract, selection.name.value)) {
+            plain.push(selection);
+            plainKeys.add(selection.alias?.value ?? selection.name.value);
+          } else {
+            rest.push(selection);
+            others++;
+          }
+        }
+        plainSets.push({ kind: Kind.SELECTION_SET, selections: plain });
+        restSets.push({ kind: Kind.SELECTION_SET, selections: rest });
+      }
+      split = plainKeys.size === 0 || others === 0 ? null : { plain: this.group(plainSets), rest: this.group(restSets), plainKeys, plans: new Map() };
+      this.splits.set(id, split);
+    }
+    return split;
   }
 
   /**
@@ -664,6 +841,23 @@ class ResponseWalk {
     grown.set(this.stack);
     this.stack = grown;
   }
+}
+
+/** The first type of the class of `type`, a possible type of `abstract`: it prices the fields `abstract` declares as `type` does. */
+function standInOf(abstract: CompositeCost, type: CompositeCost): CompositeCost {
+  const tables = possibleTypesOf(abstract);
+  const index = tables.classOf.get(type);
+  return (index === undefined ? undefined : tables.members[index]?.[0]) ?? type;
+}
+
+/** Whether an object read by `plan` holds `key`. */
+function holdsKey(plan: Plan, key: string): boolean {
+  return plan.keys.has(key) || (plan.rest?.keys.has(key) ?? false);
+}
+
+/** Whether `plan` puts `__typename` under `key`. */
+function holdsTypename(plan: Plan, key: string): boolean {
+  return plan.typenames.has(key) || (plan.rest?.typenames.has(key) ?? false);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
