@@ -206,6 +206,32 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
       await store.close();
     });
 
+    // ioredis and iovalkey: the store's calls go on a connection of its own, which close() closes
+    it.skipIf(family === 'node-redis')('a close in the tick of acquires closes the store\'s connection: they do not open it again', async () => {
+      const connections = async (): Promise<number> => (await admin.client('LIST') as string).trim().split('\n').length;
+      /** Polls until `done` holds of the connection count (Redis notes a closed connection within a few ms), for 3 s at most. */
+      const until = async (done: (count: number) => boolean): Promise<number> => {
+        const deadline = Date.now() + 3000;
+        let count = await connections();
+        while (!done(count) && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          count = await connections();
+        }
+        return count;
+      };
+      const store = new RedisStore(opened.client, { prefix: uniquePrefix(`close-${family}`) });
+      await store.acquire(bucket, 'warm');
+      const open = await connections();
+      await store.close();
+      const closed = await until((count) => count < open);
+      expect(closed).toBe(open - 1);
+      await store.acquire(bucket, 'warm'); // opens it again
+      expect(await until((count) => count === open)).toBe(open);
+      const results = await Promise.allSettled([store.acquire(bucket, 'a'), store.acquire(bucket, 'b'), store.acquireAll([{ bucket, key: 'c', cost: 1 }]), store.close()]);
+      expect(results[3]).toEqual({ status: 'fulfilled', value: undefined });
+      expect(await until((count) => count <= closed)).toBe(closed);
+    });
+
     it('after SCRIPT FLUSH a shared call loads its script by itself', async () => {
       const store = new RedisStore(opened.client, { prefix: uniquePrefix(`flush-${family}`) });
       await Promise.all([store.acquire(bucket, 'a'), store.acquire(bucket, 'b')]);

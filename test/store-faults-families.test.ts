@@ -159,6 +159,20 @@ describe.each([
     expect(await holds(kind, prefix, 'alice')).toBe(7);
   });
 
+  it('a shared call (operations of one tick on one identity) takes each cost once', async () => {
+    const prefix = uniquePrefix('lost shared');
+    const store = await storeOn(family, kind, prefix);
+    await Promise.all([store.acquire(bucket, 'probe', 0), store.acquire(bucket, 'probe', 0)]); // loads the shared script
+    const answer = await lose(
+      kind,
+      () => Promise.all([store.acquire(bucket, 'alice', 2), store.acquireAll([{ bucket, key: 'alice', cost: 3 }]), store.acquire(bucket, 'alice', 1)]),
+      async () => (await holds(kind, prefix, 'alice')) === 4,
+    );
+    expect(answer).toBeInstanceOf(Error);
+    await afterReconnect(store);
+    expect(await holds(kind, prefix, 'alice')).toBe(4);
+  });
+
   it('refund gives back once', async () => {
     const prefix = uniquePrefix('lost refund');
     const store = await storeOn(family, kind, prefix);

@@ -52,6 +52,11 @@ export class Coalescer {
     this.#mark = mark;
   }
 
+  /** Whether no operation waits for its tick's end to be sent. */
+  get idle(): boolean {
+    return !this.#scheduled;
+  }
+
   /** Queues an operation for the node (slot) `group`; resolves to its own answer, or `ALONE`. */
   submit(group: string, requests: readonly SharedRequest[]): Promise<SharedAnswer | typeof ALONE> {
     return new Promise((resolve, reject) => {

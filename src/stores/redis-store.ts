@@ -331,6 +331,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * client closes it too). A later call opens it again.
    */
   async close(): Promise<void> {
+    // Acquires issued before it in its tick go out first (they wait for the tick's end to share a
+    // call, and one alone is sent once its answer is in): sent after, they would open it again.
+    if (!this.coalescer.idle) await new Promise((resolve) => setImmediate(resolve));
     this.redis.close();
   }
 
