@@ -378,6 +378,8 @@ export function pricingCases(scale = 1): PricingCase[] {
   const conditionsData = Object.fromEntries(Array.from({ length: conditionSets }, (_, i) => [`a${i}`, { id: String(i), f: null }]));
   const plainBeside = Math.round(500 * scale);
   const plainBesideSource = `{ node { ${Array.from({ length: plainBeside }, (_, i) => `a${i}: id`).join(' ')} ${Array.from({ length: plainBeside }, (_, i) => `... on T${i} { f }`).join(' ')} } }`;
+  // Each condition selecting one of the plain keys again (merged on its type alone).
+  const plainAgainSource = `{ node { ${Array.from({ length: plainBeside }, (_, i) => `a${i}: id`).join(' ')} ${Array.from({ length: plainBeside }, (_, i) => `... on T${i} { a${i}: id f }`).join(' ')} } }`;
   // graphql-js writes every key it collects: an object that fits every type the conditions name.
   const plainBesideData = { node: { ...Object.fromEntries(Array.from({ length: plainBeside }, (_, i) => [`a${i}`, String(i)])), f: null } };
   return [
@@ -436,6 +438,15 @@ export function pricingCases(scale = 1): PricingCase[] {
       description: `actualCostOf (refundUnusedCost) of node { a0: id … ${plainBeside} aliases … ... on T0 { f } … } with ${plainBeside} conditions on types of an interface of 2,000, the object fitting them all`,
       schema: wideSchema(2000),
       source: plainBesideSource,
+      target: TARGET_PRICE_TO_VALIDATE,
+      prepare: (model, document, operation) => void model.costOf(document, operation),
+      price: (model, document, operation) => model.actualCostOf(document, operation, undefined, plainBesideData),
+    },
+    {
+      name: 'response walk, plain fields beside N type conditions, each selecting one again',
+      description: `actualCostOf (refundUnusedCost) of node { a0: id … ${plainBeside} aliases … ... on T0 { a0: id f } … } with ${plainBeside} conditions on types of an interface of 2,000, the object fitting them all`,
+      schema: wideSchema(2000),
+      source: plainAgainSource,
       target: TARGET_PRICE_TO_VALIDATE,
       prepare: (model, document, operation) => void model.costOf(document, operation),
       price: (model, document, operation) => model.actualCostOf(document, operation, undefined, plainBesideData),

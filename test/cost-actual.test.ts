@@ -231,17 +231,17 @@ describe('actualCostOf on an interface of many types', () => {
 });
 
 describe('actualCostOf of fields on an interface beside conditions on its types', () => {
-  // Two classes by how they price the interface's fields: A1, A2 weigh `score` 5; B1, B2 weigh it 0. `x` weighs 3 on A2 and B1.
-  const { costOf, actualCostOf } = pricer(
-    costSchema(`
+  // Two classes by how they price the interface's fields: A1, A2 weigh `score` 5; B1, B2 weigh it 0. `x` weighs 3 on A2 and B1; `tagged` 1 with a tag.
+  const common = 'id: ID tagged(tag: String @cost(weight: "1")): Int child: Node';
+  const schema = costSchema(`
       type Query @tokenBucket(name: "api") { node: Node }
-      interface Node { id: ID score: Int }
-      type A1 implements Node { id: ID score: Int @cost(weight: "5") x: Int }
-      type A2 implements Node { id: ID score: Int @cost(weight: "5") x: Int @cost(weight: "3") }
-      type B1 implements Node { id: ID score: Int x: Int @cost(weight: "3") }
-      type B2 implements Node { id: ID score: Int x: Int }
-    `),
-  );
+      interface Node { ${common} score: Int }
+      type A1 implements Node { ${common} score: Int @cost(weight: "5") x: Int }
+      type A2 implements Node { ${common} score: Int @cost(weight: "5") x: Int @cost(weight: "3") }
+      type B1 implements Node { ${common} score: Int x: Int @cost(weight: "3") }
+      type B2 implements Node { ${common} score: Int x: Int }
+    `);
+  const { costOf, actualCostOf } = pricer(schema);
   const conditions = '... on A1 { x } ... on A2 { x } ... on B1 { x } ... on B2 { x }';
 
   it('price the plain fields once per class beside the most expensive condition that could have run', () => {
@@ -265,5 +265,36 @@ describe('actualCostOf of fields on an interface beside conditions on its types'
     expect(actualCostOf(query, { node: { id: '1', score: 1, x: 1 } })).toEqual({ api: 9 });
     // Without x: A1 or B2, 1 + 5 = 6 at most
     expect(actualCostOf(query, { node: { id: '1', score: 1 } })).toEqual({ api: 6 });
+  });
+
+  it('merge a plain key each condition selects again on its type alone, beside the rest of the plain fields', () => {
+    const repeated = '... on A1 { score x } ... on A2 { score x } ... on B1 { score x } ... on B2 { score x }';
+    const query = `{ node { id score ${repeated} } }`;
+    // A2: node 1 + score 5 (once, merged) + x 3 = 9
+    expect(costOf(query)).toEqual({ api: 9 });
+    // Nothing tells the four apart: A1 1 + 5 + 0 = 6, A2 9, B1 1 + 0 + 3 = 4, B2 1; the most, 9
+    expect(actualCostOf(query, { node: { id: '1', score: 1, x: 1 } })).toEqual({ api: 9 });
+    const named = `{ node { __typename id score ${repeated} } }`;
+    expect(actualCostOf(named, { node: { __typename: 'A1', id: '1', score: 1, x: 1 } })).toEqual({ api: 6 }); // 1 + 5 + 0
+    expect(actualCostOf(named, { node: { __typename: 'B1', id: '1', score: 1, x: 1 } })).toEqual({ api: 4 }); // 1 + 0 + 3
+    expect(actualCostOf(named, { node: { __typename: 'B2', id: '1', score: 1, x: 1 } })).toEqual({ api: 1 }); // 1 + 0 + 0
+  });
+
+  it('run a key selected again as its first node does, with the sub-selections of all', () => {
+    // Arguments that differ (validation off): the plain node first, no tag, 1 + 0; the condition's first, its tag, 1 + 1
+    const model = new CostModel(schema);
+    const unvalidated = (query: string, node: Record<string, unknown>) => {
+      const document = parse(query);
+      return Object.fromEntries(model.actualCostOf(document, getOperationAST(document)!, undefined, { node }));
+    };
+    expect(unvalidated('{ node { __typename tagged ... on A2 { tagged(tag: "t") } } }', { __typename: 'A2', tagged: 1 })).toEqual({ api: 1 });
+    expect(unvalidated('{ node { __typename ... on A2 { tagged(tag: "t") } tagged } }', { __typename: 'A2', tagged: 1 })).toEqual({ api: 2 });
+    expect(unvalidated('{ node { __typename ... on A2 { tagged(tag: "t") } tagged } }', { __typename: 'B1', tagged: 1 })).toEqual({ api: 1 });
+    expect(unvalidated('{ node { tagged ... on A2 { tagged(tag: "t") } ... on B1 { tagged(tag: "t") } } }', { tagged: 1 })).toEqual({ api: 1 });
+    expect(unvalidated('{ node { ... on A2 { tagged(tag: "t") } tagged ... on B1 { x } } }', { tagged: 1 })).toEqual({ api: 2 });
+    // On A2 the child reads score too: node 1 + child 1 + score 5 at most (any type's) = 7; on B1 only id, 1 + 1
+    const query = '{ node { __typename id child { id } ... on A2 { child { score } } } }';
+    expect(actualCostOf(query, { node: { __typename: 'A2', id: '1', child: { id: '2', score: 1 } } })).toEqual({ api: 7 });
+    expect(actualCostOf(query, { node: { __typename: 'B1', id: '1', child: { id: '2' } } })).toEqual({ api: 2 });
   });
 });

@@ -51,8 +51,12 @@ interface Group {
 interface Split {
   readonly plain: Group;
   readonly rest: Group;
-  /** The plain fields' response keys. */
-  readonly plainKeys: ReadonlySet<string>;
+  /** The plain fields' response keys, each with its first node's place (set index × 2^32 + position) and field name. */
+  readonly plainKeys: ReadonlyMap<string, { readonly at: number; readonly name: string }>;
+  /** The place of the rest's first selection. */
+  readonly restAt: number;
+  /** Per possible type, the rest's plan without the keys merged into the plain fields' (`planOn`). */
+  readonly rests: Group;
   /** The plan on each possible type built so far. */
   readonly plans: Map<CompositeCost, Plan>;
 }
@@ -90,6 +94,8 @@ interface Plan {
    * standing for its class), these the rest's on the type itself; no key in both.
    */
   readonly rest: Plan | null;
+  /** How many of the entries, from the first, were collected outside an active `@defer`. */
+  readonly main: number;
 }
 
 /** What a fragment collects on one type by itself. */
@@ -125,6 +131,8 @@ const ABSTRACT_VALUE = 1;
 const FIELD_VALUE = 2;
 /** The candidates of one class of a split group (`Split`): its plain fields once, plus the most of their rests. */
 const CLASS_VALUE = 3;
+/** A place in a group's selection sets: set index × PLACE + position. */
+const PLACE = 2 ** 32;
 
 /** Candidates of one class of a split group: the type standing for it, and those the rest prices apart. */
 interface ClassCandidates {
@@ -323,7 +331,7 @@ class ResponseWalk {
         } else if (part === 1) {
           // The most of the rests: an abstract frame over them, memoized by none.
           const rests = this.push(ABSTRACT_VALUE);
-          rests.group = of.split.rest;
+          rests.group = of.split.rests;
           rests.type = null;
           rests.value = frame.value;
           rests.candidates = of.types;
@@ -601,27 +609,36 @@ class ResponseWalk {
     const entries: PlanEntry[] = [];
     let typename: string | null = null;
     const typenames = new Set<string>();
-    for (const [key, nodes] of collections.flatMap((byKey) => [...byKey])) {
-      const node = nodes[0]!;
-      const name = node.name.value;
-      const field = fields.get(name) ?? this.input.costs.metaFields.get(name);
-      if (field === undefined) continue;
-      if (name === '__typename') {
-        typename ??= key;
-        typenames.add(key);
+    let main = -1;
+    for (const byKey of collections) {
+      if (main < 0 && byKey !== collections[0]) main = entries.length;
+      for (const [key, nodes] of byKey) {
+        const node = nodes[0]!;
+        const name = node.name.value;
+        const field = fields.get(name) ?? this.input.costs.metaFields.get(name);
+        if (field === undefined) continue;
+        if (name === '__typename') {
+          typename ??= key;
+          typenames.add(key);
+        }
+        let child: Group | null = null;
+        if (field.target !== null) {
+          const selectionSets: SelectionSetNode[] = [];
+          for (const n of nodes) if (n.selectionSet !== undefined) selectionSets.push(n.selectionSet);
+          if (selectionSets.length > 0) child = this.group(selectionSets);
+        }
+        entries.push({ key, field, node, child });
       }
-      let child: Group | null = null;
-      if (field.target !== null) {
-        const selectionSets: SelectionSetNode[] = [];
-        for (const n of nodes) if (n.selectionSet !== undefined) selectionSets.push(n.selectionSet);
-        if (selectionSets.length > 0) child = this.group(selectionSets);
-      }
-      entries.push({ key, field, node, child });
     }
-    const shape = entries.map((e) => `${e.key.length}:${e.key}${this.fieldShape(e.field)}/${this.nodeId(e.node)}/${e.child?.id ?? -1}`).join(';');
-    const plan: Plan = { entries, keys: new Set(entries.map((e) => e.key)), typename, typenames, shape, rest: null };
+    const plan = this.planOf(entries, typename, typenames, main < 0 ? entries.length : main);
     group.plans.set(type, plan);
     return plan;
+  }
+
+  /** A plan of these entries. */
+  private planOf(entries: readonly PlanEntry[], typename: string | null, typenames: ReadonlySet<string>, main: number): Plan {
+    const shape = entries.map((e) => `${e.key.length}:${e.key}${this.fieldShape(e.field)}/${this.nodeId(e.node)}/${e.child?.id ?? -1}`).join(';');
+    return { entries, keys: new Set(entries.map((e) => e.key)), typename, typenames, shape, rest: null, main };
   }
 
   /**
@@ -629,8 +646,11 @@ class ResponseWalk {
    * union `abstract` the group selects on: its plain fields' plan on the
    * first type of `type`'s class, which prices them alike (so they are read
    * once per class, however many types its conditions name), then the
-   * rest's on `type`. Where the rest holds a key of the plain fields
-   * (merged with them on `type`), the whole group's plan on `type`.
+   * rest's on `type`. A key of the plain fields the rest selects again
+   * merges with them on `type` into the plain fields' entry where a plain
+   * node runs first and the rest's add no sub-selections: it is left out of
+   * the rest. Where the rest holds another (one it selects first, with
+   * sub-selections, or under `@defer`), the whole group's plan on `type`.
    */
   private planOn(group: Group, type: CompositeCost, abstract: CompositeCost): Plan {
     const split = this.splitOf(group, abstract);
@@ -638,9 +658,21 @@ class ResponseWalk {
     let plan = split.plans.get(type);
     if (plan === undefined) {
       const plain = this.plan(split.plain, standInOf(abstract, type));
-      const rest = this.plan(split.rest, type);
+      let rest = this.plan(split.rest, type);
       let merges = plain.keys.size !== split.plainKeys.size;
-      for (const key of rest.keys) if (split.plainKeys.has(key)) merges = true;
+      let kept: PlanEntry[] | null = null;
+      for (let i = 0; i < rest.entries.length; i++) {
+        const entry = rest.entries[i]!;
+        const first = split.plainKeys.get(entry.key);
+        if (first === undefined) kept?.push(entry);
+        // graphql-js runs the first node (a plain one) with the sub-selections of all, none the rest's: the plain fields' entry as it is.
+        else if (i < rest.main && first.at < split.restAt && first.name === entry.node.name.value && entry.child === null) kept ??= rest.entries.slice(0, i);
+        else merges = true;
+      }
+      if (kept !== null && !merges) {
+        const typenames = new Set([...rest.typenames].filter((key) => !split.plainKeys.has(key)));
+        rest = this.planOf(kept, [...typenames][0] ?? null, typenames, rest.main - (rest.entries.length - kept.length));
+      }
       plan = merges
         ? this.plan(group, type)
         : {
@@ -650,7 +682,9 @@ class ResponseWalk {
             typenames: plain.typenames,
             shape: `\u0000${this.shapeId(plain)},${this.shapeId(rest)}`,
             rest,
+            main: plain.main,
           };
+      if (!merges) split.rests.plans.set(type, rest);
       split.plans.set(type, plan);
     }
     return plan;
@@ -697,24 +731,29 @@ class ResponseWalk {
     if (split === undefined) {
       const plainSets: SelectionSetNode[] = [];
       const restSets: SelectionSetNode[] = [];
-      const plainKeys = new Set<string>();
-      let others = 0;
-      for (const selectionSet of group.selectionSets) {
+      const plainKeys = new Map<string, { at: number; name: string }>();
+      let restAt = -1;
+      group.selectionSets.forEach((selectionSet, s) => {
         const plain: SelectionNode[] = [];
         const rest: SelectionNode[] = [];
-        for (const selection of selectionSet.selections) {
+        selectionSet.selections.forEach((selection, position) => {
+          const at = s * PLACE + position;
           if (selection.kind === FIELD && (selection.directives === undefined || selection.directives.length === 0) && declares(abstract, selection.name.value)) {
             plain.push(selection);
-            plainKeys.add(selection.alias?.value ?? selection.name.value);
+            const key = selection.alias?.value ?? selection.name.value;
+            if (!plainKeys.has(key)) plainKeys.set(key, { at, name: selection.name.value });
           } else {
             rest.push(selection);
-            others++;
+            if (restAt < 0) restAt = at;
           }
-        }
+        });
         plainSets.push({ kind: Kind.SELECTION_SET, selections: plain });
         restSets.push({ kind: Kind.SELECTION_SET, selections: rest });
-      }
-      split = plainKeys.size === 0 || others === 0 ? null : { plain: this.group(plainSets), rest: this.group(restSets), plainKeys, plans: new Map() };
+      });
+      split =
+        plainKeys.size === 0 || restAt < 0
+          ? null
+          : { plain: this.group(plainSets), rest: this.group(restSets), plainKeys, restAt, rests: this.freshGroup(restSets), plans: new Map() };
       this.splits.set(id, split);
     }
     return split;
@@ -801,6 +840,13 @@ class ResponseWalk {
       this.fragmentFields.set(key, (collected = { fields, deferred: deferredSets, visited }));
     }
     return collected;
+  }
+
+  /** A group of its own, shared with no other (its plans set by hand). */
+  private freshGroup(selectionSets: readonly SelectionSetNode[]): Group {
+    const group: Group = { id: this.groups.size, selectionSets, plans: new Map(), candidates: new Map(), typenameKeys: new Map(), priced: new Map() };
+    this.groups.set(`\u0000${group.id}`, group);
+    return group;
   }
 
   /** One group per distinct list of selection set contents, so that equal selections and merges share their plans and memo entries. */
