@@ -14,7 +14,7 @@ import { executedOperation, unidentifiedOperationError } from '../core/executed-
 import { isMisconfiguration, Limiter } from '../core/limiter.js';
 import { stitchedPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
-import type { Decision, OperationInput } from '../core/limiter.js';
+import type { BucketReport, Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { refundUnused } from '../core/refunds.js';
@@ -237,14 +237,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
           if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
           const report = reported ? limiter.report(decision) : undefined;
           if (report === undefined) return;
-          let sent = false;
-          return {
-            onNext({ result: payload, setResult: setPayload }) {
-              if (sent) return;
-              sent = true;
-              setPayload(withRateLimitReport(payload, report));
-            },
-          };
+          return reportOnFirst(report);
         },
       };
     },
@@ -278,16 +271,21 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       return {
         onSubscribeResult({ result }) {
           if (!isAsyncIterable(result)) return;
-          let sent = false;
-          return {
-            onNext({ result: payload, setResult: setPayload }) {
-              if (sent) return;
-              sent = true;
-              setPayload(withRateLimitReport(payload, report));
-            },
-          };
+          return reportOnFirst(report);
         },
       };
+    },
+  };
+}
+
+/** The hooks that put `report` on the first payload of a stream (incremental delivery, a subscription's events). */
+function reportOnFirst(report: Record<string, BucketReport>): { onNext: (payload: { result: ExecutionResult; setResult: (result: ExecutionResult) => void }) => void } {
+  let sent = false;
+  return {
+    onNext({ result: payload, setResult: setPayload }) {
+      if (sent) return;
+      sent = true;
+      setPayload(withRateLimitReport(payload, report));
     },
   };
 }
