@@ -1,12 +1,13 @@
 // A reply lost after Redis ran the script: the connection drops with the
-// reply on its way. ioredis (with its defaults on one Redis, and on a
-// Cluster with the README's options too) sends the command again once it
-// reconnects; iovalkey (an ioredis fork: the store runs its scripts on a
-// connection of its own, as on ioredis) and node-redis (used directly: it
-// rejects a call whose reply was lost rather than sending it again) fail the
-// call. On every client family, single Redis and Cluster, every store call is
-// applied at most once anyway: an acquire takes its cost once, a refund gives
-// back once, a reset resets once. Between the store and Redis (each Cluster
+// reply on its way. A client of ioredis's (with its defaults on one Redis,
+// and on a Cluster with the README's options too) sends a command again once
+// it reconnects, so on ioredis and iovalkey the store runs its scripts on a
+// connection of its own that does not; node-redis is used directly: it
+// rejects a call whose reply was lost rather than sending it again. On every
+// client family, single Redis and Cluster, a store call whose reply is lost
+// fails, and was applied once: an acquire takes its cost once, a refund
+// gives back once, a reset resets once, a shared call takes each of its
+// operations' costs once. Between the store and Redis (each Cluster
 // node, through `natMap`) sits a proxy that holds the replies and then cuts
 // the connections.
 import { Cluster, Redis } from 'ioredis';
@@ -168,25 +169,20 @@ interface Family {
   kind: Kind;
   /** A client through the proxies, connected. */
   client: () => Promise<RedisStoreClient>;
-  /**
-   * The client rejects a call whose reply was lost (iovalkey, node-redis);
-   * ioredis may send it again and answer, so there only the bucket is checked.
-   */
-  lostCallFails: boolean;
 }
 
 const families: Family[] = [
-  { name: 'ioredis defaults', kind: 'Redis', client: () => ioredis('Redis', false), lostCallFails: false },
-  { name: 'ioredis the README options', kind: 'Redis', client: () => ioredis('Redis', true), lostCallFails: false },
-  { name: 'ioredis defaults', kind: 'Redis Cluster', client: () => ioredis('Redis Cluster', false), lostCallFails: false },
-  { name: 'ioredis the README options', kind: 'Redis Cluster', client: () => ioredis('Redis Cluster', true), lostCallFails: false },
-  { name: 'iovalkey', kind: 'Redis', client: () => iovalkey('Redis'), lostCallFails: true },
-  { name: 'iovalkey', kind: 'Redis Cluster', client: () => iovalkey('Redis Cluster'), lostCallFails: true },
-  { name: 'node-redis', kind: 'Redis', client: () => nodeRedis('Redis'), lostCallFails: true },
-  { name: 'node-redis', kind: 'Redis Cluster', client: () => nodeRedis('Redis Cluster'), lostCallFails: true },
+  { name: 'ioredis defaults', kind: 'Redis', client: () => ioredis('Redis', false) },
+  { name: 'ioredis the README options', kind: 'Redis', client: () => ioredis('Redis', true) },
+  { name: 'ioredis defaults', kind: 'Redis Cluster', client: () => ioredis('Redis Cluster', false) },
+  { name: 'ioredis the README options', kind: 'Redis Cluster', client: () => ioredis('Redis Cluster', true) },
+  { name: 'iovalkey', kind: 'Redis', client: () => iovalkey('Redis') },
+  { name: 'iovalkey', kind: 'Redis Cluster', client: () => iovalkey('Redis Cluster') },
+  { name: 'node-redis', kind: 'Redis', client: () => nodeRedis('Redis') },
+  { name: 'node-redis', kind: 'Redis Cluster', client: () => nodeRedis('Redis Cluster') },
 ];
 
-describe.each(families)('RedisStore on $kind with $name: a lost reply is applied once', ({ kind, client, lostCallFails }) => {
+describe.each(families)('RedisStore on $kind with $name: a lost reply is applied once', ({ kind, client }) => {
   /** A store on a client through the proxies, its own connection open and its scripts loaded (a held NOSCRIPT would stall the fallback). */
   async function storeOn(prefix: string): Promise<RedisStore> {
     const store = new RedisStore(await client(), { prefix });
@@ -196,15 +192,15 @@ describe.each(families)('RedisStore on $kind with $name: a lost reply is applied
     return store;
   }
 
-  /** Where the client rejects a lost call: it failed (the proxy sits on the client's path), and is not sent again. */
-  function failedIfItMust(answer: unknown): void {
-    if (lostCallFails) expect(answer).toBeInstanceOf(Error);
+  /** The call failed (the proxy sits on the client's path): its reply was lost, and it was not sent again. */
+  function failed(answer: unknown): void {
+    expect(answer).toBeInstanceOf(Error);
   }
 
   it('acquire takes its cost once', async () => {
     const prefix = uniquePrefix('lost acquire');
     const store = await storeOn(prefix);
-    failedIfItMust(await lose(kind, () => store.acquire(bucket, 'alice', 2), async () => (await holds(kind, prefix, 'alice')) === 8));
+    failed(await lose(kind, () => store.acquire(bucket, 'alice', 2), async () => (await holds(kind, prefix, 'alice')) === 8));
     await afterReconnect(store);
     expect(await holds(kind, prefix, 'alice')).toBe(8);
   });
@@ -222,32 +218,30 @@ describe.each(families)('RedisStore on $kind with $name: a lost reply is applied
         ]),
       async () => (await holds(kind, prefix, 'alice')) === 7,
     );
-    failedIfItMust(answer);
+    failed(answer);
     await afterReconnect(store);
     expect(await holds(kind, prefix, 'alice')).toBe(7);
   });
 
-  // (run where it ran before the suites were one: on iovalkey and node-redis)
-  if (lostCallFails)
-    it('a shared call (operations of one tick on one identity) takes each cost once', async () => {
-      const prefix = uniquePrefix('lost shared');
-      const store = await storeOn(prefix);
-      await Promise.all([store.acquire(bucket, 'probe', 0), store.acquire(bucket, 'probe', 0)]); // loads the shared script
-      const answer = await lose(
-        kind,
-        () => Promise.all([store.acquire(bucket, 'alice', 2), store.acquireAll([{ bucket, key: 'alice', cost: 3 }]), store.acquire(bucket, 'alice', 1)]),
-        async () => (await holds(kind, prefix, 'alice')) === 4,
-      );
-      failedIfItMust(answer);
-      await afterReconnect(store);
-      expect(await holds(kind, prefix, 'alice')).toBe(4);
-    });
+  it('a shared call (operations of one tick on one identity) takes each cost once', async () => {
+    const prefix = uniquePrefix('lost shared');
+    const store = await storeOn(prefix);
+    await Promise.all([store.acquire(bucket, 'probe', 0), store.acquire(bucket, 'probe', 0)]); // loads the shared script
+    const answer = await lose(
+      kind,
+      () => Promise.all([store.acquire(bucket, 'alice', 2), store.acquireAll([{ bucket, key: 'alice', cost: 3 }]), store.acquire(bucket, 'alice', 1)]),
+      async () => (await holds(kind, prefix, 'alice')) === 4,
+    );
+    failed(answer);
+    await afterReconnect(store);
+    expect(await holds(kind, prefix, 'alice')).toBe(4);
+  });
 
   it('refund gives back once', async () => {
     const prefix = uniquePrefix('lost refund');
     const store = await storeOn(prefix);
     await store.acquire(bucket, 'alice', 10);
-    failedIfItMust(await lose(kind, () => store.refund(bucket, 'alice', 5), async () => (await holds(kind, prefix, 'alice')) === 5));
+    failed(await lose(kind, () => store.refund(bucket, 'alice', 5), async () => (await holds(kind, prefix, 'alice')) === 5));
     await afterReconnect(store);
     expect(await holds(kind, prefix, 'alice')).toBe(5);
     // the store still owes nothing more than the 5 it kept
@@ -266,7 +260,7 @@ describe.each(families)('RedisStore on $kind with $name: a lost reply is applied
       async () => (await holds(kind, prefix, 'alice')) === 10,
       async () => (taken = await straight(kind, prefix).acquire(bucket, 'alice', 4)),
     );
-    failedIfItMust(answer);
+    failed(answer);
     expect(taken).toEqual({ allowed: true, remaining: 6 });
     await afterReconnect(store);
     expect(await holds(kind, prefix, 'alice')).toBe(6);
