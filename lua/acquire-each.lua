@@ -11,7 +11,8 @@ operation alone through lua/acquire.lua.
 Bucket state and arithmetic as in lua/acquire.lua: the key holds the time
 the bucket is full again (µs, `A` or `A+num/den`), counted in level units.
 
-KEYS                     every request's key, operation after operation
+KEYS                     every request's key, operation after operation; no key
+                         twice within one operation
 ARGV[1]      m           distinct bucket terms in the call
 ARGV[2..3m+1]            per terms j: capacity (tokens), T (tokens per period, reduced),
                          P (µs per period, reduced)
@@ -29,8 +30,10 @@ t is Redis TIME in µs. Whole tokens within 64 of 2^53 are strings (see lua/acqu
 
 local EXACT = 9007199254740992 -- 2^53
 local WIDE = 9007199254740928
+local KEYS, ARGV, call, tonumber = KEYS, ARGV, redis.call, tonumber
+local floor, ceil, format, sub, find, match = math.floor, math.ceil, string.format, string.sub, string.find, string.match
 local m = tonumber(ARGV[1])
-local clock = redis.call('TIME')
+local clock = call('TIME')
 local now = clock[1] * 1000000 + clock[2]
 -- Per terms: capacity, T, P, full level (capacity * P); false where the cheap guard fails,
 -- so that nothing a caller sends can mint (lua/acquire.lua names the bad argument).
@@ -44,118 +47,158 @@ for j = 1, m do
     caps[j] = false
   end
 end
+
+local n = #KEYS
+-- Every key read at once. MGET reads a key of another type as nil, as it does a
+-- missing one (a full bucket): when EXISTS finds any of those, each is looked at,
+-- and an operation with a key of another type is not decided here.
+local values = call('MGET', unpack(KEYS))
+local missing = {}
+for i = 1, n do
+  if not values[i] then missing[#missing + 1] = KEYS[i] end
+end
+local foreign = false
+if #missing > 0 and call('EXISTS', unpack(missing)) > 0 then
+  foreign = {}
+  for i = 1, #missing do
+    if call('EXISTS', missing[i]) == 1 then foreign[missing[i]] = true end
+  end
+end
+-- What this call wrote, per key: what a later operation on that key reads.
+local written = {}
+
+-- The level of a bucket (terms T and full level F) whose key `key` held `v` (false: nothing)
+-- before this call, in level units; nil when this script cannot decide it (see the top).
+local function levelOf(key, v, T, F)
+  v = written[key] or v
+  if not v then
+    if foreign and foreign[key] then return nil end
+    return F
+  end
+  local at = tonumber(v)
+  local r = 0
+  if not at then
+    local A, num, den = match(v, '^(%d+)%+(%d+)/(%d+)$')
+    if not A then return nil end
+    at, num, den = tonumber(A), tonumber(num), tonumber(den)
+    if den == T then r = num else r = ceil(num * T / den) end
+    if r >= T then at = at + ceil(r / T); r = 0 end
+  elseif at % 1 ~= 0 then
+    return nil
+  end
+  local q = at - now
+  if q < 0 then return F end
+  if not (q >= 0) then return nil end -- NaN
+  local D = q * T + r
+  if D <= F then return F - D end
+  return nil
+end
+
+-- Stores a deficit of D level units (T per µs) at `key`: the time the bucket is full again,
+-- expiring through the millisecond it is full in (see lua/acquire.lua).
+local function write(key, D, T)
+  local q = D
+  if T ~= 1 then q = floor(D / T) end
+  local rest = D - q * T
+  local value
+  if rest == 0 then
+    value = format('%d', now + q)
+    call('SET', key, value, 'PXAT', sub(value, 1, -4))
+  else
+    value = format('%d+%d/%d', now + q, rest, T)
+    call('SET', key, value, 'PXAT', sub(value, 1, find(value, '+', 1, true) - 4))
+  end
+  written[key] = value
+end
+
+-- The wait (ms) until C level units fit in a level L, for a cost of `cost` tokens: -2 when
+-- they fit now, -1 when they never do (more than the capacity).
+local function waitFor(cost, cap, C, L, T)
+  if cost > cap then return -1 end
+  if C <= L then return -2 end
+  local w = C - L
+  if T ~= 1 then w = ceil(w / T) end
+  return ceil(w / 1000)
+end
+
 local out = {now}
 local o = 1 -- last slot of out written
--- per request of the operation being decided: the deficit to store (level units), T, whole tokens after
-local deficits, rates, afters = {}, {}, {}
-
-local a = 3 * m + 2 -- next ARGV
-local argc = #ARGV
-local key = 1 -- KEYS index of the next request
-while a <= argc do
-  -- the operation's requests: from `a` while the term index after it is negative
+-- per request of an operation of several: level now, what it takes (level units), full level, T, P, wait
+local levels, takes, fulls, rates, periods, waits = {}, {}, {}, {}, {}, {}
+local a = 3 * m + 2 -- ARGV index of the next request's terms index
+local i = 1 -- KEYS index of the next request
+while i <= n do
+  -- the operation: requests i..i+k-1 (a negative terms index continues it)
   local k = 1
-  while a + 2 * k <= argc and ARGV[a + 2 * k] + 0 < 0 do k = k + 1 end
-  local status = 1
-  local head = o + 1
-  out[head] = 1
-  for i = 1, k do
+  while i + k <= n and ARGV[a + 2 * k] + 0 < 0 do k = k + 1 end
+  if k == 1 then
     local j, cost = ARGV[a] + 0, ARGV[a + 1] + 0
-    a = a + 2
-    if j < 0 then j = -j end
     local cap = caps[j]
-    if status ~= 3 and not (cap and cost >= 0 and cost % 1 == 0) then status = 3 end
-    if status ~= 3 then
-      local T, P, F = Ts[j], Ps[j], Fs[j]
-      local L = F -- level now
-      -- pcall: a key of another type is that operation's to fail, alone
-      local v = redis.pcall('GET', KEYS[key + i - 1])
-      if type(v) == 'table' then
-        status = 3
-      elseif v then
-        local at = tonumber(v)
-        local r = 0
-        if not at then
-          local A, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
-          if A then
-            at, num, den = tonumber(A), tonumber(num), tonumber(den)
-            if den == T then r = num else r = math.ceil(num * T / den) end
-            if r >= T then at = at + math.ceil(r / T); r = 0 end
-          else
-            status = 3
-          end
-        elseif at % 1 ~= 0 then
-          status = 3
-        end
-        if status ~= 3 then
-          local q = at - now
-          if q >= 0 then
-            local D = q * T + r
-            if D <= F then L = F - D else status = 3 end
-          elseif not (q < 0) then
-            status = 3 -- NaN
-          end
-        end
+    local L
+    if cap and cost >= 0 and cost % 1 == 0 then L = levelOf(KEYS[i], values[i], Ts[j], Fs[j]) end
+    if not L then
+      out[o + 1] = 3
+      o = o + 1
+    else
+      local T, P = Ts[j], Ps[j]
+      local C = cost * P
+      local w = waitFor(cost, cap, C, L, T)
+      if w == -2 then
+        if C > 0 then write(KEYS[i], Fs[j] - L + C, T) end
+        L = L - C
       end
-      if status ~= 3 then
-        local C = cost * P
-        local w = -2
-        if cost > cap then
-          w = -1
-        elseif C > L then
-          w = C - L
-          if T ~= 1 then w = math.ceil(w / T) end
-          w = math.ceil(w / 1000)
-        end
-        local whole = math.floor(L / P)
-        if whole >= WIDE then whole = string.format('%d', whole) end
-        out[head + i] = whole -- now: what a denial reports
-        out[head + k + i] = w
-        if w ~= -2 then
-          status = 0
-        elseif C == 0 then
-          deficits[i] = false
-          afters[i] = whole
-        else
-          L = L - C
-          whole = math.floor(L / P)
-          if whole >= WIDE then whole = string.format('%d', whole) end
-          deficits[i] = F - L
-          afters[i] = whole
-          rates[i] = T
-        end
+      local whole = floor(L / P)
+      if whole >= WIDE then whole = format('%d', whole) end
+      if w == -2 then
+        out[o + 1], out[o + 2] = 1, whole
+        o = o + 2
+      else
+        out[o + 1], out[o + 2], out[o + 3] = 0, whole, w
+        o = o + 3
       end
     end
-  end
-  if status == 1 then
-    for i = 1, k do
-      out[head + i] = afters[i]
-      local D = deficits[i]
-      if D then
-        local T = rates[i]
-        -- The key expires through the millisecond the bucket is full again in (see lua/acquire.lua).
-        local q = D
-        if T ~= 1 then q = math.floor(D / T) end
-        local r = D - q * T
-        if r == 0 then
-          local value = string.format('%d', now + q)
-          redis.call('SET', KEYS[key + i - 1], value, 'PXAT', string.sub(value, 1, -4))
-        else
-          local value = string.format('%d+%d/%d', now + q, r, T)
-          redis.call('SET', KEYS[key + i - 1], value, 'PXAT', string.sub(value, 1, string.find(value, '+', 1, true) - 4))
-        end
-      end
-    end
-    o = head + k
-  elseif status == 0 then
-    out[head] = 0
-    o = head + 2 * k
   else
-    out[head] = 3
-    o = head
+    -- several: decide every request, then write them all or none
+    local status = 1
+    for r = 1, k do
+      local j, cost = ARGV[a + 2 * r - 2] + 0, ARGV[a + 2 * r - 1] + 0
+      if j < 0 then j = -j end
+      local cap = caps[j]
+      local L
+      if cap and cost >= 0 and cost % 1 == 0 then L = levelOf(KEYS[i + r - 1], values[i + r - 1], Ts[j], Fs[j]) end
+      if not L then
+        status = 3
+        break
+      end
+      local T, P = Ts[j], Ps[j]
+      local C = cost * P
+      local w = waitFor(cost, cap, C, L, T)
+      if w ~= -2 then status = 0 end
+      levels[r], takes[r], fulls[r], rates[r], periods[r], waits[r] = L, C, Fs[j], T, P, w
+    end
+    if status == 3 then
+      out[o + 1] = 3
+      o = o + 1
+    else
+      out[o + 1] = status
+      for r = 1, k do
+        local L = levels[r]
+        if status == 1 then
+          local C = takes[r]
+          if C > 0 then write(KEYS[i + r - 1], fulls[r] - L + C, rates[r]) end
+          L = L - C
+        else
+          out[o + 1 + k + r] = waits[r]
+        end
+        local whole = floor(L / periods[r])
+        if whole >= WIDE then whole = format('%d', whole) end
+        out[o + 1 + r] = whole -- taken: after; not: now, what a denial reports
+      end
+      o = o + 1 + k
+      if status == 0 then o = o + k end
+    end
   end
-  key = key + k
+  i = i + k
+  a = a + 2 * k
 end
--- slots past `o` hold what an operation reported as 3 or taken left behind
-for i = #out, o + 1, -1 do out[i] = nil end
 return out

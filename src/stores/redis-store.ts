@@ -227,7 +227,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   private answered(): void {
     this.inFlight -= 1;
-    if (this.inFlight === 0) this.resetAfter.clear();
+    if (this.inFlight === 0 && this.resetAfter.size > 0) this.resetAfter.clear();
   }
 
   /**
