@@ -7,6 +7,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate } from '../src/rate.js';
 import type { AcquireRequest, Admission, BatchAdmission } from '../src/stores/bucket-store.js';
+import { MAX_SHARED_KEYS } from '../src/stores/coalescer.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
 import { CLIENT_FAMILIES, familyClient, openClient, sharedTarget } from './support/client-families.js';
@@ -203,6 +204,29 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
       await admin.config('RESETSTAT');
       expect(await store.acquire(bucket, 'alone')).toEqual({ allowed: true, remaining: 9 });
       expect(await scriptCalls()).toBe(1);
+      await store.close();
+    });
+
+    it(`a tick of more than ${MAX_SHARED_KEYS} keys is split into calls of at most ${MAX_SHARED_KEYS}, each operation whole in one`, async () => {
+      const store = new RedisStore(opened.client, { prefix: uniquePrefix(`split-${family}`) });
+      const pair = [bucket, new TokenBucket('pair', 10, Rate.perHour(1))];
+      await store.acquire(bucket, 'warm'); // loads the scripts
+      await Promise.all([store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
+      await admin.config('RESETSTAT');
+      // 2 × MAX_SHARED_KEYS + 1 keys: single acquires, with a two-bucket operation at each boundary
+      const ops: Promise<Admission | BatchAdmission>[] = [];
+      for (let i = 0; i < 2 * MAX_SHARED_KEYS - 3; i++) ops.push(store.acquire(bucket, `id-${i % 40}`, 1));
+      const twoBuckets = (key: string) => store.acquireAll(pair.map((b) => ({ bucket: b, key, cost: 2 })));
+      ops.splice(MAX_SHARED_KEYS - 1, 0, twoBuckets('edge-1'));
+      ops.push(twoBuckets('edge-2'));
+      const answers = await Promise.all(ops);
+      expect(await scriptCalls()).toBe(3);
+      expect(answers[MAX_SHARED_KEYS - 1]).toEqual({ allowed: true, remaining: [8, 8] });
+      expect(answers.at(-1)).toEqual({ allowed: true, remaining: [8, 8] });
+      expect(answers.every((answer) => answer.allowed)).toBe(true);
+      const taken = new Map<string, number>();
+      for (let i = 0; i < 2 * MAX_SHARED_KEYS - 3; i++) taken.set(`id-${i % 40}`, (taken.get(`id-${i % 40}`) ?? 0) + 1);
+      for (const [id, count] of taken) expect(await store.acquire(bucket, id, 0)).toEqual({ allowed: true, remaining: Math.max(0, 10 - count) });
       await store.close();
     });
 
