@@ -8,6 +8,7 @@ import { Rate } from '../src/rate.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import type { RedisStoreClient } from '../src/stores/redis-client.js';
 import { TokenBucket } from '../src/token-bucket.js';
+import { CLIENT_FAMILIES, familyClient, sharedTarget } from './support/client-families.js';
 import { uniquePrefix } from './support/clients.js';
 
 const hourly = (name: string, capacity: number) => new TokenBucket(name, capacity, Rate.perHour(1));
@@ -44,5 +45,31 @@ describe('an ioredis or iovalkey client whose options type numbers as strings (s
     expect(await store.reset(b, 'k')).toBe(true);
     expect(await store.reset(b, 'k')).toBe(false);
     await store.close();
+  });
+});
+
+describe.each(CLIENT_FAMILIES)('%s', (family) => {
+  describe.each(['redis', 'cluster'] as const)('%s: a reset sent while takes are in flight', (kind) => {
+    const client = familyClient(family, sharedTarget(kind));
+
+    // 0.3 forgot the reset when the last take in flight was answered, before asking whether that take had been
+    // reset since: its receipt stayed (the reset had given its tokens back), a later take by the same store
+    // continued the chain from before the reset, and lua/refund.lua, seeing a chain older than the reset's mark,
+    // gave nothing back: the bucket ended 3 tokens emptier than had they never been taken.
+    it('leaves no receipt of them: a refund of a later take by the same store is exact', async () => {
+      const store = new RedisStore(client, { prefix: uniquePrefix(`reset-in-flight-${family}-${kind}`) });
+      const bucket = hourly('r', 100);
+      // one tick: one shared call, sent at the tick's end; the reset goes right after it
+      const takes = Promise.all([store.acquire(bucket, 'k', 5), store.acquire(bucket, 'k', 1)]);
+      await new Promise((resolve) => process.nextTick(resolve));
+      const reset = store.reset(bucket, 'k');
+      expect(await takes).toEqual([{ allowed: true, remaining: 95 }, { allowed: true, remaining: 94 }]);
+      expect(await reset).toBe(true);
+      // a pair named twice: not known to be taken from a full bucket, so it continues whatever chain is kept
+      expect(await store.acquireAll([{ bucket, key: 'k', cost: 1 }, { bucket, key: 'k', cost: 2 }])).toEqual({ allowed: true, remaining: [99, 97] });
+      await store.refund(bucket, 'k', 3);
+      expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 100 });
+      await store.close();
+    });
   });
 });
