@@ -99,6 +99,15 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   private inFlight = 0;
   /** Acquires of one tick bound for one node (slot) share a script call. */
   private readonly coalescer: Coalescer;
+  /**
+   * On a client whose connections may reach Redis out of order (a node-redis
+   * pool): the calls sent and not answered, and the latest reset, which waits
+   * for them and which every later call waits for. So Redis runs a reset
+   * after everything sent before it and before everything sent after it, as
+   * on one connection (`notResetSince`).
+   */
+  private readonly unanswered = new Set<Promise<unknown>>();
+  private barrier: Promise<unknown> | undefined;
 
   constructor(client: Client, options: RedisStoreOptions = {}) {
     const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
@@ -221,8 +230,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   /**
    * Whether no reset of `id` was sent after an acquire sent at `sent`. A take
-   * sent before a reset ran before it (one connection, in order), so its
-   * tokens came back with the reset, however late its reply arrives.
+   * sent before a reset ran before it (one connection, in order; on a pool,
+   * `run` keeps that order), so its tokens came back with the reset, however
+   * late its reply arrives.
    */
   private notResetSince(id: string, sent: number): boolean {
     const after = this.resetAfter.get(id);
@@ -555,7 +565,35 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return { remaining: reply.slice(0, n).map(Number), given: given as FullAt[] };
   }
 
-  private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.redis.ordered) return this.send(script, keys, args);
+    if (script === this.resetLua) {
+      const before = [...this.unanswered];
+      const previous = this.barrier;
+      const reset = (async () => {
+        await Promise.allSettled(previous === undefined ? before : [previous, ...before]);
+        return this.send(script, keys, args);
+      })();
+      this.barrier = reset;
+      const settled = (): void => {
+        if (this.barrier === reset) this.barrier = undefined;
+      };
+      reset.then(settled, settled);
+      return reset;
+    }
+    // after the latest reset sent before it (which runs after every earlier one), never a later one
+    const barrier = this.barrier;
+    const call = (async () => {
+      if (barrier !== undefined) await barrier.catch(() => undefined);
+      return this.send(script, keys, args);
+    })();
+    this.unanswered.add(call);
+    const answered = (): void => void this.unanswered.delete(call);
+    call.then(answered, answered);
+    return call;
+  }
+
+  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
       return await script.run(this.redis, keys, args);
     } catch (error) {
