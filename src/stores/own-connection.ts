@@ -21,10 +21,25 @@ const NEVER_RESEND: Partial<RedisOptions> = {
 };
 
 /**
+ * What it changes so that the store reads every reply as ioredis types it by
+ * default (integers as numbers), whatever the client's options: with the
+ * client's `stringNumbers`, every script's reply came back as strings, and
+ * each call failed after Redis had applied it. (On node-redis the store asks
+ * for the default reply types per call: redis-client.ts.)
+ */
+const DEFAULT_REPLIES: Partial<RedisOptions> = {
+  stringNumbers: false,
+};
+
+/** Every option the store's own connection sets, over the client's. */
+const OWN_OPTIONS: Partial<RedisOptions> = { ...NEVER_RESEND, ...DEFAULT_REPLIES };
+
+/**
  * A connection of the store's own, with the client's options (address,
- * credentials, TLS, `natMap`, timeouts) but `NEVER_RESEND`. It closes when the
- * client ends (`quit`, `disconnect`), so it keeps no process alive that the
- * client would not, and it is opened again should the client reconnect.
+ * credentials, TLS, `natMap`, timeouts) but `NEVER_RESEND` and
+ * `DEFAULT_REPLIES`. It closes when the client ends (`quit`, `disconnect`),
+ * so it keeps no process alive that the client would not, and it is opened
+ * again should the client reconnect.
  */
 export class OwnConnection {
   #own: Redis | Cluster | undefined;
@@ -109,11 +124,11 @@ function open(client: Redis | Cluster): Redis | Cluster {
   if (isCluster(client)) {
     const options = {
       retryDelayOnFailover: 0,
-      redisOptions: { ...client.options.redisOptions, ...NEVER_RESEND },
+      redisOptions: { ...client.options.redisOptions, ...OWN_OPTIONS },
     } as Parameters<Cluster['duplicate']>[1];
     return client.duplicate([], options);
   }
-  return client.duplicate(NEVER_RESEND);
+  return client.duplicate(OWN_OPTIONS);
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {

@@ -46,6 +46,12 @@ export interface ScriptClient {
   /** True on a Cluster: every key of one call must share a hash slot. */
   readonly cluster: boolean;
   /**
+   * True when Redis runs the calls in the order sent: they go on one
+   * connection (per node). False on a node-redis pool, which spreads them
+   * over several connections, which reach Redis in any order.
+   */
+  readonly ordered: boolean;
+  /**
    * Runs `script` by EVALSHA, and by EVAL when the node answers NOSCRIPT
    * (after SCRIPT FLUSH, a restart or a failover), on the node serving the
    * first key. Replies as ioredis gives them: integers as numbers, bulk
@@ -74,7 +80,8 @@ export function scriptClient(client: unknown): ScriptClient {
     if (typeof c['getMasterNode'] === 'function') {
       throw new TypeError(`${ACCEPTED}; a node-redis sentinel (createSentinel) is not supported`);
     }
-    if (typeof c['isOpen'] === 'boolean') return nodeRedisClient(client as NodeRedisClient);
+    // a pool (createClientPool) has execute() and counts its clients; a client has neither
+    if (typeof c['isOpen'] === 'boolean') return nodeRedisClient(client as NodeRedisClient, !(typeof c['execute'] === 'function' && typeof c['totalClients'] === 'number'));
     throw new TypeError(`${ACCEPTED}; a node-redis legacy-mode client (client.legacy()) is not supported: pass the client itself`);
   }
   throw new TypeError(`${ACCEPTED}, got an object with none of their methods`);
@@ -90,6 +97,7 @@ function ioredisLike(client: IoredisLikeClient): ScriptClient {
   connection.open();
   return {
     cluster: client.isCluster === true,
+    ordered: true,
     async runScript(script, keys, args) {
       const own = connection.now() ?? (await connection.get());
       try {
@@ -121,9 +129,10 @@ function asEval(command: string[], script: Script): string[] {
   return again;
 }
 
-function nodeRedisClient(client: NodeRedisClient): ScriptClient {
+function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClient {
   return {
     cluster: false,
+    ordered,
     async runScript(script, keys, args) {
       const command = evalShaCommand(script, keys, args);
       try {
@@ -145,6 +154,7 @@ function assertOpen(cluster: NodeRedisCluster): void {
 function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
   return {
     cluster: true,
+    ordered: true,
     async runScript(script, keys, args) {
       assertOpen(cluster);
       const command = evalShaCommand(script, keys, args);

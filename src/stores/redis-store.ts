@@ -95,10 +95,19 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   private resets = 0;
   /** Per key, the count just after its latest reset was sent, while acquires are in flight. */
   private readonly resetAfter = new Map<string, number>();
-  /** Acquires sent (or waiting to share a call) and not answered. */
+  /** Acquires sent (or waiting to share a call) whose receipts are not noted yet. */
   private inFlight = 0;
   /** Acquires of one tick bound for one node (slot) share a script call. */
   private readonly coalescer: Coalescer;
+  /**
+   * On a client whose connections may reach Redis out of order (a node-redis
+   * pool): the calls sent and not answered, and the latest reset, which waits
+   * for them and which every later call waits for. So Redis runs a reset
+   * after everything sent before it and before everything sent after it, as
+   * on one connection (`notResetSince`).
+   */
+  private readonly unanswered = new Set<Promise<unknown>>();
+  private barrier: Promise<unknown> | undefined;
 
   constructor(client: Client, options: RedisStoreOptions = {}) {
     const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
@@ -137,35 +146,30 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     if (terms.huge) return acquireOne(this, bucket, key, cost);
     const tag = identityTag(keyString(key));
     const redisKeyOf = redisKey(this.prefix, tag, bucket);
+    // In flight until its receipt is noted: a reset sent meanwhile is remembered until then (`notResetSince`).
     this.inFlight += 1;
-    let shared: SharedAnswer | typeof ALONE;
     try {
-      shared = await this.coalescer.submit(this.redis.cluster ? tag : '', [{ key: redisKeyOf, terms, cost }]);
+      const shared = await this.coalescer.submit(this.redis.cluster ? tag : '', [{ key: redisKeyOf, terms, cost }]);
+      if (shared !== ALONE) {
+        const whole = shared.remaining[0]!;
+        if (!shared.taken) return { allowed: false, retryAfterMs: shared.waits[0] === NEVER ? null : shared.waits[0]! };
+        if (cost > 0 && this.notResetSince(redisKeyOf, shared.sent)) this.remember(redisKeyOf, terms, cost, shared.takenAt, whole === terms.capacity - cost);
+        return { allowed: true, remaining: whole };
+      }
+      const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
+      const sent = this.resets;
+      const reply = await this.run(this.acquireLua, [redisKeyOf], args);
+      if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
+      const [flag, whole, third] = reply as [number, number | string, number];
+      if (flag === 1) {
+        if (cost > 0 && this.notResetSince(redisKeyOf, sent)) this.remember(redisKeyOf, terms, cost, third, Number(whole) === terms.capacity - cost);
+        return { allowed: true, remaining: Number(whole) };
+      }
+      if (flag !== 0) parseAcquireReply(reply, 1, false, false);
+      return { allowed: false, retryAfterMs: third === NEVER ? null : Number(third) };
     } finally {
       this.answered();
     }
-    if (shared !== ALONE) {
-      const whole = shared.remaining[0]!;
-      if (!shared.taken) return { allowed: false, retryAfterMs: shared.waits[0] === NEVER ? null : shared.waits[0]! };
-      if (cost > 0 && this.notResetSince(redisKeyOf, shared.sent)) this.remember(redisKeyOf, terms, cost, shared.takenAt, whole === terms.capacity - cost);
-      return { allowed: true, remaining: whole };
-    }
-    const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
-    const sent = this.sending();
-    let reply: unknown;
-    try {
-      reply = await this.run(this.acquireLua, [redisKeyOf], args);
-    } finally {
-      this.answered();
-    }
-    if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
-    const [flag, whole, third] = reply as [number, number | string, number];
-    if (flag === 1) {
-      if (cost > 0 && this.notResetSince(redisKeyOf, sent)) this.remember(redisKeyOf, terms, cost, third, Number(whole) === terms.capacity - cost);
-      return { allowed: true, remaining: Number(whole) };
-    }
-    if (flag !== 0) parseAcquireReply(reply, 1, false, false);
-    return { allowed: false, retryAfterMs: third === NEVER ? null : Number(third) };
   }
 
   /**
@@ -179,52 +183,46 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const tags = keys.map(identityTag);
     const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
-    let sent = 0;
-    let taken: Taken | undefined;
-    const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids) : undefined;
-    if (shareable !== undefined) {
-      this.inFlight += 1;
-      let shared: SharedAnswer | typeof ALONE;
-      try {
-        shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
-      } finally {
-        this.answered();
+    // In flight until its receipts are noted: a reset sent meanwhile is remembered until then (`notResetSince`).
+    this.inFlight += 1;
+    try {
+      let sent = 0;
+      let taken: Taken | undefined;
+      const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids) : undefined;
+      if (shareable !== undefined) {
+        const shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
+        if (shared !== ALONE) {
+          if (shared.taken) sent = shared.sent;
+          taken = takenOf(shared);
+        }
       }
-      if (shared !== ALONE) {
-        if (shared.taken) sent = shared.sent;
-        taken = takenOf(shared);
-      }
-    }
-    if (taken === undefined) {
-      sent = this.sending();
-      try {
+      if (taken === undefined) {
+        sent = this.resets;
         taken = this.oneSlot(tags)
           ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
           : await this.acquireAcrossSlots(requests, tags, sent);
-      } finally {
-        this.answered();
       }
+      const { admission, takenAt } = taken;
+      if (admission.allowed) {
+        const twice = requests.length > 1 ? repeated(ids) : undefined;
+        takenAt.forEach((at, i) => {
+          const { bucket, cost } = requests[i]!;
+          const id = ids[i]!;
+          // From a full bucket: it left the capacity less this request (unknown for a pair asked for twice).
+          const fromFull = admission.remaining[i] === bucket.capacity - cost && twice?.has(id) !== true;
+          if (at !== null && cost > 0 && this.notResetSince(id, sent)) this.remember(id, termsOf(bucket), cost, at, fromFull);
+        });
+      }
+      return admission;
+    } finally {
+      this.answered();
     }
-    const { admission, takenAt } = taken;
-    if (admission.allowed) {
-      const twice = requests.length > 1 ? repeated(ids) : undefined;
-      takenAt.forEach((at, i) => {
-        const { bucket, cost } = requests[i]!;
-        const id = ids[i]!;
-        // From a full bucket: it left the capacity less this request (unknown for a pair asked for twice).
-        const fromFull = admission.remaining[i] === bucket.capacity - cost && twice?.has(id) !== true;
-        if (at !== null && cost > 0 && this.notResetSince(id, sent)) this.remember(id, termsOf(bucket), cost, at, fromFull);
-      });
-    }
-    return admission;
   }
 
-  /** An acquire is sent: what `notResetSince` compares with. */
-  private sending(): number {
-    this.inFlight += 1;
-    return this.resets;
-  }
-
+  /**
+   * An acquire is done, its receipts noted: once none is left in flight, no
+   * take can still be asked whether a reset came after it.
+   */
   private answered(): void {
     this.inFlight -= 1;
     if (this.inFlight === 0 && this.resetAfter.size > 0) this.resetAfter.clear();
@@ -232,8 +230,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   /**
    * Whether no reset of `id` was sent after an acquire sent at `sent`. A take
-   * sent before a reset ran before it (one connection, in order), so its
-   * tokens came back with the reset, however late its reply arrives.
+   * sent before a reset ran before it (one connection, in order; on a pool,
+   * `run` keeps that order), so its tokens came back with the reset, however
+   * late its reply arrives.
    */
   private notResetSince(id: string, sent: number): boolean {
     const after = this.resetAfter.get(id);
@@ -566,7 +565,35 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return { remaining: reply.slice(0, n).map(Number), given: given as FullAt[] };
   }
 
-  private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.redis.ordered) return this.send(script, keys, args);
+    if (script === this.resetLua) {
+      const before = [...this.unanswered];
+      const previous = this.barrier;
+      const reset = (async () => {
+        await Promise.allSettled(previous === undefined ? before : [previous, ...before]);
+        return this.send(script, keys, args);
+      })();
+      this.barrier = reset;
+      const settled = (): void => {
+        if (this.barrier === reset) this.barrier = undefined;
+      };
+      reset.then(settled, settled);
+      return reset;
+    }
+    // after the latest reset sent before it (which runs after every earlier one), never a later one
+    const barrier = this.barrier;
+    const call = (async () => {
+      if (barrier !== undefined) await barrier.catch(() => undefined);
+      return this.send(script, keys, args);
+    })();
+    this.unanswered.add(call);
+    const answered = (): void => void this.unanswered.delete(call);
+    call.then(answered, answered);
+    return call;
+  }
+
+  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
       return await script.run(this.redis, keys, args);
     } catch (error) {

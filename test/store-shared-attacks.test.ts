@@ -1,0 +1,162 @@
+// Hostile review of the shared acquire path (lua/acquire-each.lua) and of
+// what every store call reads back: regressions for defects proven against a
+// real Redis and a real Redis Cluster.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import type { Server } from 'node:net';
+import { Cluster, Redis } from 'ioredis';
+import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
+import { createClientPool } from 'redis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Rate } from '../src/rate.js';
+import { RedisStore } from '../src/stores/redis-store.js';
+import type { RedisStoreClient } from '../src/stores/redis-client.js';
+import { TokenBucket } from '../src/token-bucket.js';
+import { CLIENT_FAMILIES, familyClient, sharedTarget } from './support/client-families.js';
+import { uniquePrefix } from './support/clients.js';
+
+const hourly = (name: string, capacity: number) => new TokenBucket(name, capacity, Rate.perHour(1));
+
+describe('an ioredis or iovalkey client whose options type numbers as strings (stringNumbers)', () => {
+  const url = inject('redisUrl');
+  const nodes = inject('redisClusterNodes')!;
+  const clients: [string, RedisStoreClient & { disconnect(): void }][] = [
+    ['ioredis Redis', new Redis(url, { stringNumbers: true })],
+    ['ioredis Cluster', new Cluster(nodes, { redisOptions: { stringNumbers: true } })],
+    ['iovalkey Redis', new ValkeyRedis(url, { stringNumbers: true })],
+    ['iovalkey Cluster', new ValkeyCluster(nodes.map(({ host, port }) => ({ host, port })), { redisOptions: { stringNumbers: true } })],
+  ];
+  afterAll(() => {
+    for (const [, client] of clients) client.disconnect();
+  });
+
+  // 0.3 read the scripts' integer replies as strings on the store's own connection (a duplicate with the
+  // client's options): every call failed with "unexpected reply" after Redis had applied it, and reset said false.
+  it.each(clients)('%s: every call reads its reply as with the default options', async (_name, client) => {
+    const store = new RedisStore(client, { prefix: uniquePrefix('string-numbers') });
+    const a = hourly('a', 5);
+    const b = hourly('b', 3);
+    expect(await store.acquire(a, 'k', 1)).toEqual({ allowed: true, remaining: 4 });
+    // one tick: a shared call
+    expect(await Promise.all([store.acquire(a, 'k', 2), store.acquire(a, 'k', 3), store.acquireAll([{ bucket: b, key: 'k', cost: 2 }])])).toEqual([
+      { allowed: true, remaining: 2 },
+      { allowed: false, retryAfterMs: expect.any(Number) as number },
+      { allowed: true, remaining: [1] },
+    ]);
+    expect(await store.acquireAll([{ bucket: a, key: 'k', cost: 1 }, { bucket: b, key: 'k', cost: 1 }])).toEqual({ allowed: true, remaining: [1, 0] });
+    expect(await store.checkAll([{ bucket: a, key: 'k', cost: 9 }])).toMatchObject({ allowed: false, denied: [{ index: 0, retryAfterMs: null }], remaining: [1] });
+    expect(await store.refundAll([{ bucket: a, key: 'k', cost: 4 }])).toEqual([5]);
+    expect(await store.reset(b, 'k')).toBe(true);
+    expect(await store.reset(b, 'k')).toBe(false);
+    await store.close();
+  });
+});
+
+describe.each(CLIENT_FAMILIES)('%s', (family) => {
+  describe.each(['redis', 'cluster'] as const)('%s: a reset sent while takes are in flight', (kind) => {
+    const client = familyClient(family, sharedTarget(kind));
+
+    // 0.3 forgot the reset when the last take in flight was answered, before asking whether that take had been
+    // reset since: its receipt stayed (the reset had given its tokens back), a later take by the same store
+    // continued the chain from before the reset, and lua/refund.lua, seeing a chain older than the reset's mark,
+    // gave nothing back: the bucket ended 3 tokens emptier than had they never been taken.
+    it('leaves no receipt of them: a refund of a later take by the same store is exact', async () => {
+      const store = new RedisStore(client, { prefix: uniquePrefix(`reset-in-flight-${family}-${kind}`) });
+      const bucket = hourly('r', 100);
+      // one tick: one shared call, sent at the tick's end; the reset goes right after it
+      const takes = Promise.all([store.acquire(bucket, 'k', 5), store.acquire(bucket, 'k', 1)]);
+      await new Promise((resolve) => process.nextTick(resolve));
+      const reset = store.reset(bucket, 'k');
+      expect(await takes).toEqual([{ allowed: true, remaining: 95 }, { allowed: true, remaining: 94 }]);
+      expect(await reset).toBe(true);
+      // a pair named twice: not known to be taken from a full bucket, so it continues whatever chain is kept
+      expect(await store.acquireAll([{ bucket, key: 'k', cost: 1 }, { bucket, key: 'k', cost: 2 }])).toEqual({ allowed: true, remaining: [99, 97] });
+      await store.refund(bucket, 'k', 3);
+      expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 100 });
+      await store.close();
+    });
+  });
+});
+
+/**
+ * A TCP proxy that holds back, on whichever connection sends it, every
+ * command that names `marker` (until `release`): two connections of one pool
+ * then reach Redis in the other order, as they may on any network.
+ */
+async function requestHoldingProxy(target: { host: string; port: number }, marker: string) {
+  let holding = false;
+  const held: (() => void)[] = [];
+  const server: Server = createServer((client) => {
+    const upstream = new Socket();
+    upstream.connect(target.port, target.host);
+    client.on('data', (chunk: Buffer) => {
+      if (holding && chunk.includes(marker)) held.push(() => upstream.write(chunk));
+      else upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    const cut = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const socket of [client, upstream]) {
+      socket.on('error', cut);
+      socket.on('close', cut);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    hold: () => (holding = true),
+    /** Resolves once a command is held back. */
+    held: async () => {
+      while (held.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    },
+    release: () => {
+      holding = false;
+      for (const send of held.splice(0)) send();
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('a node-redis pool, whose connections may reach Redis in another order than the store sent on them', () => {
+  const shared = new URL(inject('redisUrl'));
+  const sha = createHash('sha1').update(readFileSync(new URL('../lua/acquire-each.lua', import.meta.url), 'utf8')).digest('hex');
+  let proxy: Awaited<ReturnType<typeof requestHoldingProxy>>;
+  let pool: ReturnType<typeof createClientPool>;
+  beforeAll(async () => {
+    proxy = await requestHoldingProxy({ host: shared.hostname, port: Number(shared.port) }, sha);
+    pool = createClientPool({ url: proxy.url }, { minimum: 3 });
+    pool.on('error', () => {});
+    await pool.connect();
+  });
+  afterAll(async () => {
+    await pool.close().catch(() => undefined);
+    await proxy.close();
+  });
+
+  // 0.3 took send order for Redis's order ("a take sent before a reset ran before it"): on a pool a shared call
+  // sent before a reset, held up on its connection, ran after it; the store left it no receipt, and a refund of
+  // everything it had taken since the reset gave nothing back: the bucket ended 6 tokens short of full.
+  it('takes sent before a reset run before it: a refund of the takes after it is exact', async () => {
+    const store = new RedisStore(pool, { prefix: uniquePrefix('pool-reset') });
+    const bucket = hourly('r', 100);
+    await Promise.all([store.acquire(bucket, 'k', 1), store.acquire(bucket, 'k', 1)]); // loads the scripts
+    proxy.hold();
+    const takes = Promise.all([store.acquire(bucket, 'k', 5), store.acquire(bucket, 'k', 1)]);
+    await proxy.held();
+    expect(pool.clientsInUse).toBe(1); // the shared call's
+    const reset = store.reset(bucket, 'k');
+    // A reset sent at once goes on another connection of the pool: it runs first, ahead of the takes held back.
+    // The store must not send it before the takes sent before it are answered.
+    if (pool.clientsInUse > 1) await reset;
+    proxy.release();
+    expect(await takes).toEqual([{ allowed: true, remaining: 93 }, { allowed: true, remaining: 92 }]);
+    expect(await reset).toBe(true);
+    expect(await store.acquire(bucket, 'k', 4)).toEqual({ allowed: true, remaining: 96 });
+    await store.refund(bucket, 'k', 4);
+    expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 100 });
+  });
+});
