@@ -93,10 +93,17 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   private readonly redis: ScriptClient;
   /** Resets sent so far: an acquire notes the count when it is sent. */
   private resets = 0;
-  /** Per key, the count just after its latest reset was sent, while acquires are in flight. */
+  /**
+   * Per key, the count just after its latest reset was sent, while an acquire
+   * that started before that reset is in flight; in the order sent.
+   */
   private readonly resetAfter = new Map<string, number>();
-  /** Acquires sent (or waiting to share a call) whose receipts are not noted yet. */
-  private inFlight = 0;
+  /**
+   * Acquires sent (or waiting to share a call) whose receipts are not noted
+   * yet, counted by the value of `resets` when each started; in that order,
+   * which is increasing (a new one starts at the latest value).
+   */
+  private readonly inFlight = new Map<number, number>();
   /** Acquires of one tick bound for one node (slot) share a script call. */
   private readonly coalescer: Coalescer;
   /**
@@ -147,7 +154,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const tag = identityTag(keyString(key));
     const redisKeyOf = redisKey(this.prefix, tag, bucket);
     // In flight until its receipt is noted: a reset sent meanwhile is remembered until then (`notResetSince`).
-    this.inFlight += 1;
+    const started = this.starting();
     try {
       const shared = await this.coalescer.submit(this.redis.cluster ? tag : '', [{ key: redisKeyOf, terms, cost }]);
       if (shared !== ALONE) {
@@ -168,7 +175,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       if (flag !== 0) parseAcquireReply(reply, 1, false, false);
       return { allowed: false, retryAfterMs: third === NEVER ? null : Number(third) };
     } finally {
-      this.answered();
+      this.answered(started);
     }
   }
 
@@ -184,7 +191,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const tags = keys.map(identityTag);
     const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
     // In flight until its receipts are noted: a reset sent meanwhile is remembered until then (`notResetSince`).
-    this.inFlight += 1;
+    const started = this.starting();
     try {
       let sent = 0;
       let taken: Taken | undefined;
@@ -215,17 +222,35 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       }
       return admission;
     } finally {
-      this.answered();
+      this.answered(started);
     }
   }
 
+  /** An acquire starts: in flight until `answered`. */
+  private starting(): number {
+    const started = this.resets;
+    this.inFlight.set(started, (this.inFlight.get(started) ?? 0) + 1);
+    return started;
+  }
+
   /**
-   * An acquire is done, its receipts noted: once none is left in flight, no
-   * take can still be asked whether a reset came after it.
+   * An acquire is done, its receipts noted. A reset sent before every acquire
+   * still in flight started is one no take can still be asked about: it is
+   * forgotten, so that under steady load the map holds only resets that
+   * acquires in flight may have to answer for.
    */
-  private answered(): void {
-    this.inFlight -= 1;
-    if (this.inFlight === 0 && this.resetAfter.size > 0) this.resetAfter.clear();
+  private answered(started: number): void {
+    const left = this.inFlight.get(started)! - 1;
+    if (left > 0) {
+      this.inFlight.set(started, left);
+      return;
+    }
+    this.inFlight.delete(started);
+    const oldest = this.inFlight.keys().next();
+    for (const [id, after] of this.resetAfter) {
+      if (!oldest.done && after > oldest.value) break;
+      this.resetAfter.delete(id);
+    }
   }
 
   /**
@@ -317,7 +342,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     // are still on their way (`notResetSince`); lua/reset.lua's mark voids other processes' takes.
     this.receipts.forget(id);
     this.resets += 1;
-    if (this.inFlight > 0) this.resetAfter.set(id, this.resets);
+    if (this.inFlight.size > 0) {
+      this.resetAfter.delete(id); // kept in the order sent
+      this.resetAfter.set(id, this.resets);
+    }
     try {
       return (await this.run(this.resetLua, [id, id + RESET_MARK], [])) === 1;
     } finally {
