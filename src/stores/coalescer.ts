@@ -26,14 +26,11 @@ interface Waiting {
 }
 
 /**
- * Keys per shared call at most. A longer call would hold Redis up for
- * everyone else; and a tick's acquires split into calls of this size let
- * Redis run one call while the store reads the answer to the one before (at
- * 256 in flight, two calls of 128 gave half as much again the throughput
- * of one call of 256, for the same Redis CPU; calls of 32 cost Redis a
- * quarter more per acquire).
+ * Keys per shared call at most, on any client: a longer call would hold
+ * Redis up for everyone else. A client may ask for fewer
+ * (`ScriptClient.sharedKeys`).
  */
-export const MAX_SHARED_KEYS = 128;
+export const MAX_SHARED_KEYS = 512;
 
 /** Runs lua/acquire-each.lua with `keys` and `args`, on the node (slot) of the first key. */
 export type RunShared = (keys: readonly string[], args: readonly number[]) => Promise<unknown>;
@@ -51,12 +48,20 @@ export class Coalescer {
   readonly #run: RunShared;
   /** What an operation's receipts compare resets with, read when its call is sent. */
   readonly #mark: () => number;
+  /** Keys per call at most. */
+  readonly #maxKeys: number;
   #pending = new Map<string, Waiting[]>();
   #scheduled = false;
 
-  constructor(run: RunShared, mark: () => number) {
+  constructor(run: RunShared, mark: () => number, maxKeys = MAX_SHARED_KEYS) {
     this.#run = run;
     this.#mark = mark;
+    this.#maxKeys = maxKeys;
+  }
+
+  /** Keys per shared call at most: an operation of more is never shared. */
+  get maxKeys(): number {
+    return this.#maxKeys;
   }
 
   /** Whether no operation waits for its tick's end to be sent. */
@@ -90,7 +95,7 @@ export class Coalescer {
       let keys = 0;
       for (let i = 0; i < waiting.length; i++) {
         const size = waiting[i]!.requests.length;
-        if (keys + size > MAX_SHARED_KEYS && i > start) {
+        if (keys + size > this.#maxKeys && i > start) {
           this.#send(waiting.slice(start, i));
           start = i;
           keys = 0;

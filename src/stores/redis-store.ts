@@ -7,7 +7,7 @@ import { formatFullAt, parseFullAt } from './full-at.js';
 import { refillTime } from './bucket-terms.js';
 import { LuaScript } from './lua-script.js';
 import type { SharedAnswer, SharedRequest } from './coalescer.js';
-import { ALONE, Coalescer, MAX_SHARED_KEYS } from './coalescer.js';
+import { ALONE, Coalescer } from './coalescer.js';
 import type { RedisStoreClient, ScriptClient } from './redis-client.js';
 import { scriptClient } from './redis-client.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
@@ -132,12 +132,13 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     this.refundLua = refundScript;
     this.resetLua = resetScript;
     this.receipts = new ReceiptBook(maxReceipts);
+    // It opens a connection, which nothing before it may leave behind by throwing.
+    this.redis = scriptClient(client);
     this.coalescer = new Coalescer(
       (keys, args) => this.run(this.acquireEachLua, keys, args),
       () => this.resets,
+      this.redis.sharedKeys,
     );
-    // Last: it opens a connection, which nothing above may leave behind by throwing.
-    this.redis = scriptClient(client);
   }
 
   /** The Redis key of one (bucket, key) pair. */
@@ -195,7 +196,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     try {
       let sent = 0;
       let taken: Taken | undefined;
-      const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids) : undefined;
+      const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids, this.coalescer.maxKeys) : undefined;
       if (shareable !== undefined) {
         const shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
         if (shared !== ALONE) {
@@ -638,8 +639,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
  * operations (lua/acquire-each.lua): every one enforced, none huge, no key
  * twice, few enough; undefined otherwise.
  */
-function sharedRequests(requests: readonly AcquireRequest[], ids: readonly string[]): SharedRequest[] | undefined {
-  if (requests.length > MAX_SHARED_KEYS) return undefined;
+function sharedRequests(requests: readonly AcquireRequest[], ids: readonly string[], maxKeys: number): SharedRequest[] | undefined {
+  if (requests.length > maxKeys) return undefined;
   const shared: SharedRequest[] = [];
   for (const [i, { bucket, cost, measure }] of requests.entries()) {
     const terms = termsOf(bucket);
