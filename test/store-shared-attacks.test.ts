@@ -181,3 +181,46 @@ describe('a node-redis pool, whose connections may reach Redis in another order 
     expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 100 });
   });
 });
+
+describe.each(CLIENT_FAMILIES)('%s Cluster: an acquireAll across slots, a reset of a later slot’s key sent while an earlier slot’s call is out', (family) => {
+  const client = familyClient(family, sharedTarget('cluster'));
+
+  // 0.3 stamped the whole operation with the reset count read when its first slot's call was sent. The
+  // slots go one after the other: a reset of `b` sent while `a`'s call was out ran before `b`'s take, yet
+  // the store took `b`'s take for one sent before that reset (whose tokens the reset gave back): it kept no
+  // receipt of it, and a refund of those 5 tokens gave nothing back.
+  it('keeps a receipt of the later slot’s take: its refund is exact', async () => {
+    const store = new RedisStore(client, { prefix: uniquePrefix(`across-reset-refund-${family}`) });
+    const bucket = hourly('x', 100);
+    expect(await store.acquire(bucket, 'a', 0)).toEqual({ allowed: true, remaining: 100 }); // connected, scripts loaded
+    const taking = store.acquireAll([
+      { bucket, key: 'a', cost: 1 },
+      { bucket, key: 'b', cost: 5 },
+    ]);
+    // `a`'s call is out; `b`'s goes once its reply is in, after this reset
+    const reset = store.reset(bucket, 'b');
+    expect(await taking).toEqual({ allowed: true, remaining: [99, 95] });
+    expect(await reset).toBe(false);
+    await store.refund(bucket, 'b', 5);
+    expect(await store.acquire(bucket, 'b', 0)).toEqual({ allowed: true, remaining: 100 });
+    await store.close();
+  });
+
+  // The same stamp made the give-back of a denied operation give nothing for `b`: the denial left its 5 tokens taken.
+  it('takes nothing when a later slot denies: the give-back returns the later slot’s take', async () => {
+    const store = new RedisStore(client, { prefix: uniquePrefix(`across-reset-deny-${family}`) });
+    const bucket = hourly('x', 100);
+    expect(await store.acquire(bucket, 'a', 0)).toEqual({ allowed: true, remaining: 100 });
+    const taking = store.acquireAll([
+      { bucket, key: 'a', cost: 1 },
+      { bucket, key: 'b', cost: 5 },
+      { bucket, key: 'c', cost: 101 },
+    ]);
+    const reset = store.reset(bucket, 'b');
+    expect(await taking).toMatchObject({ allowed: false, denied: [{ index: 2, retryAfterMs: null }] });
+    expect(await reset).toBe(false);
+    expect(await store.acquire(bucket, 'a', 0)).toEqual({ allowed: true, remaining: 100 });
+    expect(await store.acquire(bucket, 'b', 0)).toEqual({ allowed: true, remaining: 100 });
+    await store.close();
+  });
+});

@@ -61,6 +61,8 @@ interface SlotReply {
   waits: number[];
   /** Redis TIME (µs) when tokens were taken (flags 1, 2 outside a check), else null. */
   takenAt: number | null;
+  /** `resets` when the call was sent (`notResetSince`). */
+  sent: number;
   /** With a mode argument, taken: each request's key's full-at time after the call (null: nothing stored). */
   fullAt: (FullAt | null)[] | null;
 }
@@ -72,6 +74,11 @@ interface Taken {
   takenAt: (number | null)[];
   /** Per request taken, when asked for: its key's full-at time right after. */
   fullAt: (FullAt | null)[];
+  /**
+   * Per request: `resets` when the call that took it was sent, read as it was sent (an operation across
+   * slots sends one call after another, and a reset may go between them): what `notResetSince` asks.
+   */
+  sent: number[];
 }
 
 /**
@@ -194,23 +201,16 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     // In flight until its receipts are noted: a reset sent meanwhile is remembered until then (`notResetSince`).
     const started = this.starting();
     try {
-      let sent = 0;
       let taken: Taken | undefined;
       const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids, this.coalescer.maxKeys) : undefined;
       if (shareable !== undefined) {
         const shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
-        if (shared !== ALONE) {
-          if (shared.taken) sent = shared.sent;
-          taken = takenOf(shared);
-        }
+        if (shared !== ALONE) taken = takenOf(shared);
       }
-      if (taken === undefined) {
-        sent = this.resets;
-        taken = this.oneSlot(tags)
-          ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
-          : await this.acquireAcrossSlots(requests, tags, sent);
-      }
-      const { admission, takenAt } = taken;
+      taken ??= this.oneSlot(tags)
+        ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
+        : await this.acquireAcrossSlots(requests, tags);
+      const { admission, takenAt, sent } = taken;
       if (admission.allowed) {
         const twice = requests.length > 1 ? repeated(ids) : undefined;
         takenAt.forEach((at, i) => {
@@ -218,7 +218,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
           const id = ids[i]!;
           // From a full bucket: it left the capacity less this request (unknown for a pair asked for twice).
           const fromFull = admission.remaining[i] === bucket.capacity - cost && twice?.has(id) !== true;
-          if (at !== null && cost > 0 && this.notResetSince(id, sent)) this.remember(id, termsOf(bucket), cost, at, fromFull);
+          if (at !== null && cost > 0 && this.notResetSince(id, sent[i]!)) this.remember(id, termsOf(bucket), cost, at, fromFull);
         });
       }
       return admission;
@@ -393,6 +393,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const remaining = new Array<number>(n).fill(0);
     const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
+    const sent = new Array<number>(n).fill(reply.sent);
     const short: DeniedRequest[] = [];
     indexes.forEach((index, position) => {
       remaining[index] = reply.remaining[position]!;
@@ -405,8 +406,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
     });
     short.sort((a, b) => a.index - b.index);
-    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt };
-    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt };
+    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt, sent };
+    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt, sent };
   }
 
   /**
@@ -418,11 +419,12 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * most once, whatever fails: a give-back that fails is not retried, since
    * it may still have been applied.
    */
-  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[], sent: number): Promise<Taken> {
+  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<Taken> {
     const n = requests.length;
     const remaining = new Array<number>(n).fill(0);
     const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
+    const sent = new Array<number>(n).fill(0);
     const denied: DeniedRequest[] = [];
     const wouldDeny: DeniedRequest[] = [];
     /** Request indexes taken and not given back. */
@@ -454,7 +456,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
             const den = termsOf(pair.bucket).tokens;
             const share = { at: q, num: r, den: r === 0 ? 1 : den };
             const end = { at: at + q, num: r, den: share.den };
-            const bound = this.notResetSince(key, sent) && at !== null ? `${formatFullAt(end)};${formatFullAt(share)};${at}` : '0';
+            const bound = this.notResetSince(key, sent[i]!) && at !== null ? `${formatFullAt(end)};${formatFullAt(share)};${at}` : '0';
             return { bucket: pair.bucket, key, tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
           });
           for (const i of group) takenAt[i] = null;
@@ -503,18 +505,19 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       for (const i of indexes) {
         takenAt[i] = group.takenAt[i] ?? null;
         fullAt[i] = group.fullAt[i] ?? null;
+        sent[i] = group.sent[i]!;
         if (takenAt[i] !== null) held.push(i);
       }
       if (admission.wouldDeny) wouldDeny.push(...admission.wouldDeny);
     }
 
-    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt };
+    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt, sent };
     if (wouldDeny.length > 0) {
       // A measured request was short somewhere: no measured request keeps its tokens.
       await giveBack(held.filter((i) => requests[i]!.measure === true));
-      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt };
+      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt, sent };
     }
-    return { admission: { allowed: true, remaining }, takenAt, fullAt };
+    return { admission: { allowed: true, remaining }, takenAt, fullAt, sent };
   }
 
   /**
@@ -551,6 +554,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
         args.splice(0, args.length, ...three);
       }
     }
+    // read as the call is sent: after any reset sent before it, before any sent after it
+    const sent = this.resets;
     const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
     const parsed = parseAcquireReply(reply, order.length, check, moded);
     // back from the order sent to the order of `indexes`
@@ -561,6 +566,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       remaining: pick(parsed.remaining),
       waits: pick(parsed.waits),
       takenAt: parsed.takenAt,
+      sent,
       fullAt: parsed.fullAt && pick(parsed.fullAt),
     };
   }
@@ -653,12 +659,12 @@ function sharedRequests(requests: readonly AcquireRequest[], ids: readonly strin
 /** An acquireAll's answer from a shared call. */
 function takenOf(shared: SharedAnswer): Taken {
   const { remaining } = shared;
-  if (shared.taken) return { admission: { allowed: true, remaining }, takenAt: remaining.map(() => shared.takenAt), fullAt: [] };
+  if (shared.taken) return { admission: { allowed: true, remaining }, takenAt: remaining.map(() => shared.takenAt), fullAt: [], sent: remaining.map(() => shared.sent) };
   const short: DeniedRequest[] = [];
   shared.waits.forEach((w, index) => {
     if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
   });
-  return { admission: denial(short, remaining), takenAt: remaining.map(() => null), fullAt: [] };
+  return { admission: denial(short, remaining), takenAt: remaining.map(() => null), fullAt: [], sent: remaining.map(() => 0) };
 }
 
 /** The ids that appear more than once. */
@@ -675,7 +681,7 @@ function repeated(ids: readonly string[]): Set<string> {
  * {0, now×n, w×n} nothing taken; a check {1|0, now×n, w×n}. t is Redis TIME
  * in µs, X a key's full-at time after the call.
  */
-function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): SlotReply {
+function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): Omit<SlotReply, 'sent'> {
   const flag = Array.isArray(reply) ? reply[0] : undefined;
   const taken = !check && (flag === 1 || flag === 2);
   const x = taken && moded ? n : 0; // full-at times
