@@ -15,6 +15,10 @@ import type { RedisStoreClient } from '../src/stores/redis-client.js';
 import { TokenBucket } from '../src/token-bucket.js';
 import { CLIENT_FAMILIES, familyClient, sharedTarget } from './support/client-families.js';
 import { uniquePrefix } from './support/clients.js';
+import { clusterThroughProxies } from './support/fault-proxy.js';
+import type { FaultProxy } from './support/fault-proxy.js';
+import { SERVERS, startHttpServer, tokensLeft } from './support/http-servers.js';
+import { tokenBucketDirectiveTypeDefs } from '../src/index.js';
 
 const hourly = (name: string, capacity: number) => new TokenBucket(name, capacity, Rate.perHour(1));
 
@@ -222,5 +226,67 @@ describe.each(CLIENT_FAMILIES)('%s Cluster: an acquireAll across slots, a reset 
     expect(await store.acquire(bucket, 'a', 0)).toEqual({ allowed: true, remaining: 100 });
     expect(await store.acquire(bucket, 'b', 0)).toEqual({ allowed: true, remaining: 100 });
     await store.close();
+  });
+});
+
+describe.each(SERVERS)('%s on a Cluster: an operation across slots denied at a later slot gives back what it took at an earlier one', (kind) => {
+  const nodes = inject('redisClusterNodes')!;
+  let proxies: FaultProxy[];
+  let client: Cluster;
+  beforeAll(async () => {
+    const through = await clusterThroughProxies(nodes);
+    proxies = through.proxies;
+    client = new Cluster(through.startup, { natMap: through.natMap });
+    await client.ping();
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await Promise.all(proxies.map((p) => p.close()));
+  });
+  const held = (): number => proxies.reduce((sum, p) => sum + p.heldBytes, 0);
+  const heldAbove = async (bytes: number): Promise<void> => {
+    while (held() <= bytes) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  // 0.3 gave those tokens back without telling the limiters watching the store (as a refund or a reset
+  // does): a denial the store gave another operation while they were out stayed in the deny cache, which
+  // went on denying, for the rest of its wait, what the store admitted.
+  it('and the deny cache forgets a denial the store gave while they were out', async () => {
+    const perUser = new TokenBucket('per-user', 10, Rate.perHour(10));
+    const everyone = new TokenBucket('everyone', 5, Rate.perHour(5));
+    const store = new RedisStore(client, { prefix: uniquePrefix(`across-deny-cache-${kind}`) });
+    const server = await startHttpServer(kind, {
+      typeDefs: `${tokenBucketDirectiveTypeDefs}
+type Query {
+  six: Int @tokenBucket(name: "per-user", cost: 6)
+  five: Int @tokenBucket(name: "per-user", cost: 5)
+  shared: Int @tokenBucket(name: "everyone", cost: 2)
+}`,
+      resolvers: { Query: { six: () => 6, five: () => 5, shared: () => 2 } },
+      limits: { store, buckets: [perUser, everyone] },
+      identify: (user, bucket) => (bucket.name === 'everyone' ? 'all' : user),
+    });
+    try {
+      expect(await store.acquire(everyone, 'all', 5)).toEqual({ allowed: true, remaining: 0 });
+      const ann = { 'x-user': 'ann' };
+      for (const p of proxies) p.hold();
+      // ann's 6 of per-user are taken (the reply held), then `everyone` denies: they are given back
+      const across = server.post({ query: '{ six shared }' }, ann);
+      await heldAbove(0);
+      const before = held();
+      // decided while the 6 are out: 4 left, denied
+      const meanwhile = server.post({ query: '{ five }' }, ann);
+      await heldAbove(before);
+      for (const p of proxies) p.release();
+      expect((await across).status).toBe(429);
+      expect((await meanwhile).status).toBe(429);
+      expect(await tokensLeft(store, perUser, 'ann')).toBe(10);
+      const after = await server.post({ query: '{ five }' }, ann);
+      expect(after.status).toBe(200);
+      expect(after.body.data).toEqual({ five: 5 });
+    } finally {
+      await server.stop();
+      await store.close();
+    }
   });
 });

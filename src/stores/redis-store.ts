@@ -460,13 +460,21 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
             return { bucket: pair.bucket, key, tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
           });
           for (const i of group) takenAt[i] = null;
+          let left: number[] | undefined;
           try {
-            const result = await this.runRefund(pairs);
+            ({ remaining: left } = await this.runRefund(pairs));
             pairs.forEach((pair, j) => {
-              for (const i of pair.of) remaining[i] = result.remaining[j]!;
+              for (const i of pair.of) remaining[i] = left![j]!;
             });
           } catch {
             // Not retried: it may have been applied. Those tokens stay taken.
+          } finally {
+            // Tokens came back, as by a refund (a call that failed may have given them back too): what a
+            // limiter remembers of these pairs, such as a denial decided while they were out, no longer holds.
+            tokensReturned(
+              this,
+              pairs.map((pair, j) => ({ bucket: pair.bucket, key: requests[pair.of[0]!]!.key, left: left?.[j] })),
+            );
           }
         }),
       );
