@@ -10,6 +10,8 @@ import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
 import { createClientPool } from 'redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate } from '../src/rate.js';
+import { termsOf } from '../src/stores/bucket-terms.js';
+import { ReceiptBook } from '../src/stores/receipts.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import type { RedisStoreClient } from '../src/stores/redis-client.js';
 import { TokenBucket } from '../src/token-bucket.js';
@@ -287,6 +289,154 @@ type Query {
     } finally {
       await server.stop();
       await store.close();
+    }
+  });
+});
+
+/**
+ * A TCP proxy that holds back the replies on the connection that sends a
+ * command naming `marker` (until `release`): Redis has run that command, and
+ * the pool reads the reply of a command sent after it, on another of its
+ * connections, first, as it may on any network.
+ */
+async function replyHoldingProxy(target: { host: string; port: number }, marker: string) {
+  let armed = false;
+  let heldCount = 0;
+  const releases: (() => void)[] = [];
+  const server: Server = createServer((client) => {
+    const upstream = new Socket();
+    upstream.connect(target.port, target.host);
+    let holding = false;
+    const held: Buffer[] = [];
+    client.on('data', (chunk: Buffer) => {
+      if (armed && chunk.includes(marker)) {
+        armed = false;
+        holding = true;
+        releases.push(() => {
+          holding = false;
+          for (const c of held.splice(0)) client.write(c);
+        });
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (holding) {
+        held.push(chunk);
+        heldCount += 1;
+      } else client.write(chunk);
+    });
+    const cut = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const socket of [client, upstream]) {
+      socket.on('error', cut);
+      socket.on('close', cut);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    arm: () => (armed = true),
+    /** Resolves once a reply is held back: Redis has run the command. */
+    held: async () => {
+      while (heldCount === 0) await new Promise((resolve) => setImmediate(resolve));
+    },
+    release: () => {
+      for (const release of releases.splice(0)) release();
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('a node-redis pool, whose replies may come back in another order than Redis ran their calls', () => {
+  const shared = new URL(inject('redisUrl'));
+  let proxy: Awaited<ReturnType<typeof replyHoldingProxy>>;
+  let pool: ReturnType<typeof createClientPool>;
+  beforeAll(async () => {
+    proxy = await replyHoldingProxy({ host: shared.hostname, port: Number(shared.port) }, 'hold-its-reply');
+    pool = createClientPool({ url: proxy.url }, { minimum: 3 });
+    pool.on('error', () => {});
+    await pool.connect();
+  });
+  afterAll(async () => {
+    await pool.close().catch(() => undefined);
+    await proxy.close();
+  });
+
+  // 0.3 noted each take's receipt as its reply came: the later take's first, as if it had drained a bucket
+  // nobody had taken from, then the earlier one's, which the receipts could only count as overtaken. A refund of
+  // both gave back 5 of their 8 tokens: the bucket ended 3 short of full ("refunds are exact within one process").
+  it('a refund of two takes is exact, whichever reply is read first', async () => {
+    const store = new RedisStore(pool, { prefix: uniquePrefix('pool-replies') });
+    const bucket = hourly('r', 100);
+    const marker = hourly('hold-its-reply', 1);
+    await store.acquire(bucket, 'warm', 0); // loads lua/acquire.lua (two in one tick would share a call)
+    proxy.arm();
+    const first = store.acquireAll([
+      { bucket, key: 'k', cost: 5 },
+      { bucket: marker, key: 'k', cost: 0 },
+    ]);
+    await proxy.held(); // Redis took the 5
+    const second = await store.acquire(bucket, 'k', 3); // on another connection of the pool, after them
+    expect(second).toEqual({ allowed: true, remaining: 92 });
+    proxy.release();
+    expect(await first).toEqual({ allowed: true, remaining: [95, 1] });
+    await store.refund(bucket, 'k', 8);
+    expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 100 });
+  });
+});
+
+describe('the receipts of takes whose replies come in any order', () => {
+  // A model: one bucket of 50 tokens refilling one a µs, this store's takes and other processes' at known
+  // Redis times, the receipts noted in a random order. A refund of everything taken gives back what lies ahead
+  // of now (lua/refund.lua): never more than the tokens had they never been taken would leave (no minting), and,
+  // with the replies in the order Redis ran them and no other process, exactly that.
+  it('never lets a refund give back more than was taken, and is exact in order', () => {
+    const capacity = 50;
+    const bucket = new TokenBucket('m', capacity, new Rate(1, 0.001));
+    const terms = termsOf(bucket);
+    let seed = 7;
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let run = 0; run < 5000; run++) {
+      const others = random() < 0.5;
+      let level = capacity;
+      let without = capacity; // had this store's takes never been taken
+      let t = 1_000_000;
+      const ours: { at: number; cost: number; fromFull: boolean }[] = [];
+      for (let i = 2 + Math.floor(random() * 5); i > 0; i--) {
+        const dt = 1 + Math.floor(random() * 30);
+        t += dt;
+        level = Math.min(capacity, level + dt);
+        without = Math.min(capacity, without + dt);
+        const mine = !others || random() < 0.6;
+        const cost = 1 + Math.floor(random() * 20);
+        if (level < cost) continue;
+        if (mine) ours.push({ at: t, cost, fromFull: level === capacity });
+        else without -= cost;
+        level -= cost;
+      }
+      const order = ours.map((_, i) => i);
+      const shuffled = random() < 0.7;
+      if (shuffled) {
+        for (let i = order.length - 1; i > 0; i--) {
+          const j = Math.floor(random() * (i + 1));
+          [order[i], order[j]] = [order[j]!, order[i]!];
+        }
+      }
+      const book = new ReceiptBook(10);
+      for (const i of order) book.record('k', terms, ours[i]!.cost, ours[i]!.at, ours[i]!.fromFull);
+      const dt = Math.floor(random() * 40);
+      t += dt;
+      level = Math.min(capacity, level + dt);
+      without = Math.min(capacity, without + dt);
+      const total = ours.reduce((sum, o) => sum + o.cost, 0);
+      if (total === 0) continue;
+      const end = book.claim('k', terms, total)!.bound[0]!.end.at;
+      const given = Math.min(total, Math.max(0, end - t), capacity - level);
+      expect(given).toBeLessThanOrEqual(without - level);
+      if (!shuffled && !others) expect(given).toBe(without - level);
     }
   });
 });
