@@ -15,7 +15,10 @@ import { ReceiptBook } from '../src/stores/receipts.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import type { RedisStoreClient } from '../src/stores/redis-client.js';
 import { TokenBucket } from '../src/token-bucket.js';
-import { CLIENT_FAMILIES, familyClient, sharedTarget } from './support/client-families.js';
+import { CLIENT_FAMILIES, familyClient, openClient, sharedTarget } from './support/client-families.js';
+import type { OpenedClient } from './support/client-families.js';
+import { startRedisServer } from './support/redis-server.js';
+import type { RedisServerProcess } from './support/redis-server.js';
 import { uniquePrefix } from './support/clients.js';
 import { clusterThroughProxies } from './support/fault-proxy.js';
 import type { FaultProxy } from './support/fault-proxy.js';
@@ -438,5 +441,59 @@ describe('the receipts of takes whose replies come in any order', () => {
       expect(given).toBeLessThanOrEqual(without - level);
       if (!shuffled && !others) expect(given).toBe(without - level);
     }
+  });
+});
+
+describe.each(CLIENT_FAMILIES)('%s: a take whose script Redis no longer has (SCRIPT FLUSH, a restart, a failover)', (family) => {
+  let server: RedisServerProcess;
+  let opened: OpenedClient;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    opened = openClient(family, { kind: 'redis', url: server.url });
+    await opened.connect();
+    admin = new Redis(server.url);
+  });
+  afterAll(async () => {
+    await opened.close().catch(() => undefined);
+    admin.disconnect();
+    await server.stop();
+  });
+
+  // Its EVALSHA comes back NOSCRIPT and the store sends it again by EVAL, a round trip later: a reset sent
+  // between the two, its own script cached, ran before the take. 0.3 counted the take as sent before that
+  // reset (when its EVALSHA went out): it kept no receipt, and a refund of its 5 tokens gave nothing back.
+  it('keeps a receipt of it when a reset sent meanwhile ran before it', async () => {
+    const store = new RedisStore(opened.client, { prefix: uniquePrefix(`noscript-${family}`) });
+    const bucket = hourly('n', 100);
+    await admin.script('FLUSH');
+    expect(await store.reset(bucket, 'other')).toBe(false); // reset.lua cached again, acquire.lua not
+    const take = store.acquire(bucket, 'k', 5);
+    await new Promise((resolve) => setImmediate(resolve)); // its EVALSHA is out (node-redis writes at the loop's turn)
+    const reset = store.reset(bucket, 'k');
+    expect(await take).toEqual({ allowed: true, remaining: 95 });
+    expect(await reset).toBe(false); // it ran first: nothing had been taken
+    await store.refund(bucket, 'k', 5);
+    expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 100 });
+    await store.close();
+  });
+
+  // The other way round: a reset sent again by EVAL ran after a take sent meanwhile, and gave its tokens back.
+  // Counted as sent after the reset, the take left a receipt from before the reset's mark: a later take continued
+  // that chain, and lua/refund.lua, seeing it start before the mark, gave nothing of it back.
+  it('keeps no receipt of a take sent meanwhile that it ran after: a later refund is exact', async () => {
+    const store = new RedisStore(opened.client, { prefix: uniquePrefix(`noscript-reset-${family}`) });
+    const bucket = hourly('n', 100);
+    await admin.script('FLUSH');
+    expect(await store.acquire(bucket, 'other', 0)).toEqual({ allowed: true, remaining: 100 }); // acquire.lua cached again, reset.lua not
+    const reset = store.reset(bucket, 'k');
+    const take = store.acquire(bucket, 'k', 5); // sent at the tick's end: after the reset's EVALSHA, before its EVAL
+    expect(await take).toEqual({ allowed: true, remaining: 95 });
+    expect(await reset).toBe(true); // it ran after the take
+    // a pair named twice: not known to be taken from a full bucket, so it continues whatever chain is kept
+    expect(await store.acquireAll([{ bucket, key: 'k', cost: 1 }, { bucket, key: 'k', cost: 2 }])).toEqual({ allowed: true, remaining: [99, 97] });
+    await store.refund(bucket, 'k', 3);
+    expect(await store.acquire(bucket, 'k', 0)).toEqual({ allowed: true, remaining: 100 });
+    await store.close();
   });
 });

@@ -142,7 +142,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     // It opens a connection, which nothing before it may leave behind by throwing.
     this.redis = scriptClient(client);
     this.coalescer = new Coalescer(
-      (keys, args) => this.run(this.acquireEachLua, keys, args),
+      (keys, args, resent) => this.run(this.acquireEachLua, keys, args, resent),
       () => this.resets,
       this.redis.sharedKeys,
     );
@@ -172,8 +172,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
         return { allowed: true, remaining: whole };
       }
       const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
-      const sent = this.resets;
-      const reply = await this.run(this.acquireLua, [redisKeyOf], args);
+      let sent = this.resets;
+      const reply = await this.run(this.acquireLua, [redisKeyOf], args, () => (sent = this.resets));
       if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
       const [flag, whole, third] = reply as [number, number | string, number];
       if (flag === 1) {
@@ -341,14 +341,18 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const id = this.keyFor(bucket, key);
     // Whatever this store took before the reset has come back with it, including takes whose replies
     // are still on their way (`notResetSince`); lua/reset.lua's mark voids other processes' takes.
-    this.receipts.forget(id);
-    this.resets += 1;
-    if (this.inFlight.size > 0) {
-      this.resetAfter.delete(id); // kept in the order sent
-      this.resetAfter.set(id, this.resets);
-    }
+    // Sent again (EVAL after NOSCRIPT), it runs after what the store sent meanwhile: counted again there.
+    const sending = (): void => {
+      this.receipts.forget(id);
+      this.resets += 1;
+      if (this.inFlight.size > 0) {
+        this.resetAfter.delete(id); // kept in the order sent
+        this.resetAfter.set(id, this.resets);
+      }
+    };
+    sending();
     try {
-      return (await this.run(this.resetLua, [id, id + RESET_MARK], [])) === 1;
+      return (await this.run(this.resetLua, [id, id + RESET_MARK], [], sending)) === 1;
     } finally {
       tokensReturned(this, [{ bucket, key }]);
     }
@@ -562,9 +566,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
         args.splice(0, args.length, ...three);
       }
     }
-    // read as the call is sent: after any reset sent before it, before any sent after it
-    const sent = this.resets;
-    const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
+    // read as the call is sent (and sent again): after any reset sent before it, before any sent after it
+    let sent = this.resets;
+    const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args, () => (sent = this.resets));
     const parsed = parseAcquireReply(reply, order.length, check, moded);
     // back from the order sent to the order of `indexes`
     const position = new Map(order.map((i, p) => [i, p]));
@@ -608,8 +612,14 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return { remaining: reply.slice(0, n).map(Number), given: given as FullAt[] };
   }
 
-  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.redis.ordered) return this.send(script, keys, args);
+  /**
+   * Runs a script call. `resent` is called when, on a client that runs calls in the order written (one
+   * connection per node), the call is written again (EVAL after NOSCRIPT): Redis runs it there, after
+   * whatever the store sent since, so what it counts as sent before it is read again. On a pool a reset
+   * waits for whole calls and calls wait for whole resets: a call keeps its place where it was issued.
+   */
+  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
+    if (this.redis.ordered) return this.send(script, keys, args, resent);
     if (script === this.resetLua) {
       const before = [...this.unanswered];
       const previous = this.barrier;
@@ -636,9 +646,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return call;
   }
 
-  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
     try {
-      return await script.run(this.redis, keys, args);
+      return await script.run(this.redis, keys, args, resent);
     } catch (error) {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
