@@ -32,8 +32,11 @@ interface Waiting {
  */
 export const MAX_SHARED_KEYS = 512;
 
-/** Runs lua/acquire-each.lua with `keys` and `args`, on the node (slot) of the first key. */
-export type RunShared = (keys: readonly string[], args: readonly number[]) => Promise<unknown>;
+/**
+ * Runs lua/acquire-each.lua with `keys` and `args`, on the node (slot) of the first key; calls `resent`
+ * when the call is written again (EVAL after NOSCRIPT), where Redis runs it.
+ */
+export type RunShared = (keys: readonly string[], args: readonly number[], resent: () => void) => Promise<unknown>;
 
 /**
  * Gathers the operations issued in one tick, per node (a Cluster: per hash
@@ -129,8 +132,8 @@ export class Coalescer {
       });
     }
     const args = [index.size, ...terms, ...requests];
-    const sent = this.#mark();
-    this.#run(keys, args).then(
+    let sent = this.#mark();
+    this.#run(keys, args, () => (sent = this.#mark())).then(
       (reply) => {
         let answers: (SharedAnswer | typeof ALONE)[];
         try {

@@ -29,7 +29,7 @@ export class LuaScript {
     this.sha = createHash('sha1').update(this.source).digest('hex');
   }
 
-  run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return client.runScript(this, keys, args);
+  run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[], resending?: () => void): Promise<unknown> {
+    return client.runScript(this, keys, args, resending);
   }
 }

@@ -19,6 +19,12 @@ interface Chain {
   since: number;
   /** The latest take's time: a reply overtaken by a later one does not restart the chain. */
   latest: number;
+  /**
+   * From when the chain is unbroken: its takes' refill covers every instant from
+   * here to its end (it last started afresh here). A take whose reply comes after
+   * a later take's, taken within that stretch, pushes the whole stretch back.
+   */
+  start: number;
   /** The rate the takes were taken at, reduced: `tokens` every `period` µs. */
   tokens: number;
   period: number;
@@ -78,7 +84,7 @@ export class ReceiptBook {
     const [q, r] = refillTime(cost, terms);
     const chain = this.#young.get(id) ?? this.#old.get(id);
     if (chain === undefined || chain.tokens !== terms.tokens || chain.period !== terms.period || (fromFull && now >= chain.latest)) {
-      const fresh: Chain = { endAt: now + q, endNum: r, since: now, latest: now, tokens: terms.tokens, period: terms.period };
+      const fresh: Chain = { endAt: now + q, endNum: r, since: now, latest: now, start: now, tokens: terms.tokens, period: terms.period };
       if (chain === undefined) this.#remember(id, fresh);
       else Object.assign(chain, fresh);
       return;
@@ -86,22 +92,35 @@ export class ReceiptBook {
     const T = chain.tokens;
     if (now < chain.since) chain.since = now;
     if (now < chain.latest) {
-      // A reply overtaken by a later take's: its tokens lie ahead of that one's, which the chain
-      // counted from its own time. Only its own refill is sure: the chain ends no sooner.
-      if (chain.endAt < now + q || (chain.endAt === now + q && chain.endNum < r)) [chain.endAt, chain.endNum] = [now + q, r];
+      // A reply overtaken by a later take's (a pool's connections answer in any order): its tokens lie
+      // ahead of that one's in the bucket, and push back what the chain counted after them.
+      if (fromFull && now >= chain.start) {
+        // Nothing was owed when it was taken, yet the chain says its stretch was: only its own refill is sure.
+        if (later(now + q, r, chain.endAt, chain.endNum)) [chain.endAt, chain.endNum] = [now + q, r];
+        return;
+      }
+      if (now >= chain.start) {
+        // within the unbroken stretch: all of it after this take moves back by the take's refill
+        let at = chain.endAt;
+        let num = chain.endNum;
+        if (at < now || (at === now && num === 0)) [at, num] = [now, 0];
+        [chain.endAt, chain.endNum] = plus(at, num, q, r, T);
+        return;
+      }
+      // before the stretch: it starts at its end, or at once after this take's refill if that is later
+      let [at, num] = plus(chain.endAt - (chain.start - now), chain.endNum, q, r, T);
+      if (later(now + q, r, at, num)) [at, num] = [now + q, r]; // the stretch is empty (refunded)
+      if (later(at, num, chain.endAt, chain.endNum)) [chain.endAt, chain.endNum] = [at, num];
+      // its refill reaches the stretch: one stretch from it on
+      if (now + q >= chain.start) chain.start = now;
       return;
     }
     chain.latest = now;
-    // after the chain's end, or from now if that has passed
+    // after the chain's end, or from now if that has passed (the chain starts afresh: a break)
     let at = chain.endAt;
     let num = chain.endNum;
-    if (at < now || (at === now && num === 0)) [at, num] = [now, 0];
-    // num + r can pass 2^53 when T does 2^52: carry without forming it
-    at += q;
-    if (num >= T - r) [at, num] = [at + 1, num - (T - r)];
-    else num += r;
-    chain.endAt = at;
-    chain.endNum = num;
+    if (at < now || (at === now && num === 0)) [at, num, chain.start] = [now, 0, now];
+    [chain.endAt, chain.endNum] = plus(at, num, q, r, T);
   }
 
   /** Draws a refund of `tokens` from `id`'s chain; undefined when nothing is owed at the bucket's rate. */
@@ -141,4 +160,14 @@ export class ReceiptBook {
     }
     this.#young.set(id, chain);
   }
+}
+
+/** `at` + `num`/T µs plus `q` + `r`/T µs (`num`, `r` < T); num + r can pass 2^53 when T does 2^52: carried without forming it. */
+function plus(at: number, num: number, q: number, r: number, T: number): [number, number] {
+  return num >= T - r ? [at + q + 1, num - (T - r)] : [at + q, num + r];
+}
+
+/** Whether `at` + `num`/T is later than `at2` + `num2`/T. */
+function later(at: number, num: number, at2: number, num2: number): boolean {
+  return at > at2 || (at === at2 && num > num2);
 }

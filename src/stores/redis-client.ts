@@ -71,8 +71,10 @@ export interface ScriptClient {
    * (after SCRIPT FLUSH, a restart or a failover), on the node serving the
    * first key. Replies as ioredis gives them: integers as numbers, bulk
    * strings as strings, nil as null, arrays as arrays; an error reply rejects.
+   * `resending` is called right before the EVAL is written: Redis runs the
+   * call there, after whatever was sent since the EVALSHA.
    */
-  runScript(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  runScript(script: Script, keys: readonly string[], args: readonly (string | number)[], resending?: () => void): Promise<unknown>;
   /** Closes what the store opened of its own (the user's client stays open). */
   close(): void;
 }
@@ -114,13 +116,14 @@ function ioredisLike(client: IoredisLikeClient): ScriptClient {
     cluster: client.isCluster === true,
     ordered: true,
     sharedKeys: SHARED_KEYS_WRITTEN_AT_ONCE,
-    async runScript(script, keys, args) {
+    async runScript(script, keys, args, resending) {
       const own = connection.now() ?? (await connection.get());
       try {
         return await own.evalsha(script.sha, keys.length, ...keys, ...args);
       } catch (error) {
-        if (isNoScript(error)) return await own.eval(script.source, keys.length, ...keys, ...args);
-        throw error;
+        if (!isNoScript(error)) throw error;
+        resending?.();
+        return await own.eval(script.source, keys.length, ...keys, ...args);
       }
     },
     close: () => connection.close(),
@@ -150,13 +153,14 @@ function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClien
     cluster: false,
     ordered,
     sharedKeys: MAX_SHARED_KEYS,
-    async runScript(script, keys, args) {
+    async runScript(script, keys, args, resending) {
       const command = evalShaCommand(script, keys, args);
       try {
         return await client.sendCommand(command, NODE_REDIS_OPTIONS);
       } catch (error) {
-        if (isNoScript(error)) return await client.sendCommand(asEval(command, script), NODE_REDIS_OPTIONS);
-        throw error;
+        if (!isNoScript(error)) throw error;
+        resending?.();
+        return await client.sendCommand(asEval(command, script), NODE_REDIS_OPTIONS);
       }
     },
     close: () => undefined,
@@ -173,7 +177,7 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
     cluster: true,
     ordered: true,
     sharedKeys: MAX_SHARED_KEYS,
-    async runScript(script, keys, args) {
+    async runScript(script, keys, args, resending) {
       assertOpen(cluster);
       const command = evalShaCommand(script, keys, args);
       // The first key picks the slot's master (RedisStore keeps every key of a call in one slot).
@@ -181,8 +185,9 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
       try {
         return await cluster.sendCommand(first, false, command, NODE_REDIS_OPTIONS);
       } catch (error) {
-        if (isNoScript(error)) return await cluster.sendCommand(first, false, asEval(command, script), NODE_REDIS_OPTIONS);
-        throw error;
+        if (!isNoScript(error)) throw error;
+        resending?.();
+        return await cluster.sendCommand(first, false, asEval(command, script), NODE_REDIS_OPTIONS);
       }
     },
     close: () => undefined,

@@ -61,6 +61,8 @@ interface SlotReply {
   waits: number[];
   /** Redis TIME (µs) when tokens were taken (flags 1, 2 outside a check), else null. */
   takenAt: number | null;
+  /** `resets` when the call was sent (`notResetSince`). */
+  sent: number;
   /** With a mode argument, taken: each request's key's full-at time after the call (null: nothing stored). */
   fullAt: (FullAt | null)[] | null;
 }
@@ -72,6 +74,11 @@ interface Taken {
   takenAt: (number | null)[];
   /** Per request taken, when asked for: its key's full-at time right after. */
   fullAt: (FullAt | null)[];
+  /**
+   * Per request: `resets` when the call that took it was sent, read as it was sent (an operation across
+   * slots sends one call after another, and a reset may go between them): what `notResetSince` asks.
+   */
+  sent: number[];
 }
 
 /**
@@ -135,7 +142,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     // It opens a connection, which nothing before it may leave behind by throwing.
     this.redis = scriptClient(client);
     this.coalescer = new Coalescer(
-      (keys, args) => this.run(this.acquireEachLua, keys, args),
+      (keys, args, resent) => this.run(this.acquireEachLua, keys, args, resent),
       () => this.resets,
       this.redis.sharedKeys,
     );
@@ -165,8 +172,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
         return { allowed: true, remaining: whole };
       }
       const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
-      const sent = this.resets;
-      const reply = await this.run(this.acquireLua, [redisKeyOf], args);
+      let sent = this.resets;
+      const reply = await this.run(this.acquireLua, [redisKeyOf], args, () => (sent = this.resets));
       if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
       const [flag, whole, third] = reply as [number, number | string, number];
       if (flag === 1) {
@@ -194,23 +201,16 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     // In flight until its receipts are noted: a reset sent meanwhile is remembered until then (`notResetSince`).
     const started = this.starting();
     try {
-      let sent = 0;
       let taken: Taken | undefined;
       const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids, this.coalescer.maxKeys) : undefined;
       if (shareable !== undefined) {
         const shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
-        if (shared !== ALONE) {
-          if (shared.taken) sent = shared.sent;
-          taken = takenOf(shared);
-        }
+        if (shared !== ALONE) taken = takenOf(shared);
       }
-      if (taken === undefined) {
-        sent = this.resets;
-        taken = this.oneSlot(tags)
-          ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
-          : await this.acquireAcrossSlots(requests, tags, sent);
-      }
-      const { admission, takenAt } = taken;
+      taken ??= this.oneSlot(tags)
+        ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
+        : await this.acquireAcrossSlots(requests, tags);
+      const { admission, takenAt, sent } = taken;
       if (admission.allowed) {
         const twice = requests.length > 1 ? repeated(ids) : undefined;
         takenAt.forEach((at, i) => {
@@ -218,7 +218,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
           const id = ids[i]!;
           // From a full bucket: it left the capacity less this request (unknown for a pair asked for twice).
           const fromFull = admission.remaining[i] === bucket.capacity - cost && twice?.has(id) !== true;
-          if (at !== null && cost > 0 && this.notResetSince(id, sent)) this.remember(id, termsOf(bucket), cost, at, fromFull);
+          if (at !== null && cost > 0 && this.notResetSince(id, sent[i]!)) this.remember(id, termsOf(bucket), cost, at, fromFull);
         });
       }
       return admission;
@@ -341,14 +341,18 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const id = this.keyFor(bucket, key);
     // Whatever this store took before the reset has come back with it, including takes whose replies
     // are still on their way (`notResetSince`); lua/reset.lua's mark voids other processes' takes.
-    this.receipts.forget(id);
-    this.resets += 1;
-    if (this.inFlight.size > 0) {
-      this.resetAfter.delete(id); // kept in the order sent
-      this.resetAfter.set(id, this.resets);
-    }
+    // Sent again (EVAL after NOSCRIPT), it runs after what the store sent meanwhile: counted again there.
+    const sending = (): void => {
+      this.receipts.forget(id);
+      this.resets += 1;
+      if (this.inFlight.size > 0) {
+        this.resetAfter.delete(id); // kept in the order sent
+        this.resetAfter.set(id, this.resets);
+      }
+    };
+    sending();
     try {
-      return (await this.run(this.resetLua, [id, id + RESET_MARK], [])) === 1;
+      return (await this.run(this.resetLua, [id, id + RESET_MARK], [], sending)) === 1;
     } finally {
       tokensReturned(this, [{ bucket, key }]);
     }
@@ -393,6 +397,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const remaining = new Array<number>(n).fill(0);
     const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
+    const sent = new Array<number>(n).fill(reply.sent);
     const short: DeniedRequest[] = [];
     indexes.forEach((index, position) => {
       remaining[index] = reply.remaining[position]!;
@@ -405,8 +410,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
     });
     short.sort((a, b) => a.index - b.index);
-    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt };
-    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt };
+    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt, sent };
+    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt, sent };
   }
 
   /**
@@ -418,11 +423,12 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * most once, whatever fails: a give-back that fails is not retried, since
    * it may still have been applied.
    */
-  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[], sent: number): Promise<Taken> {
+  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<Taken> {
     const n = requests.length;
     const remaining = new Array<number>(n).fill(0);
     const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
+    const sent = new Array<number>(n).fill(0);
     const denied: DeniedRequest[] = [];
     const wouldDeny: DeniedRequest[] = [];
     /** Request indexes taken and not given back. */
@@ -454,17 +460,25 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
             const den = termsOf(pair.bucket).tokens;
             const share = { at: q, num: r, den: r === 0 ? 1 : den };
             const end = { at: at + q, num: r, den: share.den };
-            const bound = this.notResetSince(key, sent) && at !== null ? `${formatFullAt(end)};${formatFullAt(share)};${at}` : '0';
+            const bound = this.notResetSince(key, sent[i]!) && at !== null ? `${formatFullAt(end)};${formatFullAt(share)};${at}` : '0';
             return { bucket: pair.bucket, key, tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
           });
           for (const i of group) takenAt[i] = null;
+          let left: number[] | undefined;
           try {
-            const result = await this.runRefund(pairs);
+            ({ remaining: left } = await this.runRefund(pairs));
             pairs.forEach((pair, j) => {
-              for (const i of pair.of) remaining[i] = result.remaining[j]!;
+              for (const i of pair.of) remaining[i] = left![j]!;
             });
           } catch {
             // Not retried: it may have been applied. Those tokens stay taken.
+          } finally {
+            // Tokens came back, as by a refund (a call that failed may have given them back too): what a
+            // limiter remembers of these pairs, such as a denial decided while they were out, no longer holds.
+            tokensReturned(
+              this,
+              pairs.map((pair, j) => ({ bucket: pair.bucket, key: requests[pair.of[0]!]!.key, left: left?.[j] })),
+            );
           }
         }),
       );
@@ -503,18 +517,19 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       for (const i of indexes) {
         takenAt[i] = group.takenAt[i] ?? null;
         fullAt[i] = group.fullAt[i] ?? null;
+        sent[i] = group.sent[i]!;
         if (takenAt[i] !== null) held.push(i);
       }
       if (admission.wouldDeny) wouldDeny.push(...admission.wouldDeny);
     }
 
-    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt };
+    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt, sent };
     if (wouldDeny.length > 0) {
       // A measured request was short somewhere: no measured request keeps its tokens.
       await giveBack(held.filter((i) => requests[i]!.measure === true));
-      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt };
+      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt, sent };
     }
-    return { admission: { allowed: true, remaining }, takenAt, fullAt };
+    return { admission: { allowed: true, remaining }, takenAt, fullAt, sent };
   }
 
   /**
@@ -551,7 +566,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
         args.splice(0, args.length, ...three);
       }
     }
-    const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
+    // read as the call is sent (and sent again): after any reset sent before it, before any sent after it
+    let sent = this.resets;
+    const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args, () => (sent = this.resets));
     const parsed = parseAcquireReply(reply, order.length, check, moded);
     // back from the order sent to the order of `indexes`
     const position = new Map(order.map((i, p) => [i, p]));
@@ -561,6 +578,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       remaining: pick(parsed.remaining),
       waits: pick(parsed.waits),
       takenAt: parsed.takenAt,
+      sent,
       fullAt: parsed.fullAt && pick(parsed.fullAt),
     };
   }
@@ -594,8 +612,14 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return { remaining: reply.slice(0, n).map(Number), given: given as FullAt[] };
   }
 
-  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.redis.ordered) return this.send(script, keys, args);
+  /**
+   * Runs a script call. `resent` is called when, on a client that runs calls in the order written (one
+   * connection per node), the call is written again (EVAL after NOSCRIPT): Redis runs it there, after
+   * whatever the store sent since, so what it counts as sent before it is read again. On a pool a reset
+   * waits for whole calls and calls wait for whole resets: a call keeps its place where it was issued.
+   */
+  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
+    if (this.redis.ordered) return this.send(script, keys, args, resent);
     if (script === this.resetLua) {
       const before = [...this.unanswered];
       const previous = this.barrier;
@@ -622,9 +646,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return call;
   }
 
-  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
     try {
-      return await script.run(this.redis, keys, args);
+      return await script.run(this.redis, keys, args, resent);
     } catch (error) {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
@@ -653,12 +677,12 @@ function sharedRequests(requests: readonly AcquireRequest[], ids: readonly strin
 /** An acquireAll's answer from a shared call. */
 function takenOf(shared: SharedAnswer): Taken {
   const { remaining } = shared;
-  if (shared.taken) return { admission: { allowed: true, remaining }, takenAt: remaining.map(() => shared.takenAt), fullAt: [] };
+  if (shared.taken) return { admission: { allowed: true, remaining }, takenAt: remaining.map(() => shared.takenAt), fullAt: [], sent: remaining.map(() => shared.sent) };
   const short: DeniedRequest[] = [];
   shared.waits.forEach((w, index) => {
     if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
   });
-  return { admission: denial(short, remaining), takenAt: remaining.map(() => null), fullAt: [] };
+  return { admission: denial(short, remaining), takenAt: remaining.map(() => null), fullAt: [], sent: remaining.map(() => 0) };
 }
 
 /** The ids that appear more than once. */
@@ -675,7 +699,7 @@ function repeated(ids: readonly string[]): Set<string> {
  * {0, now×n, w×n} nothing taken; a check {1|0, now×n, w×n}. t is Redis TIME
  * in µs, X a key's full-at time after the call.
  */
-function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): SlotReply {
+function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): Omit<SlotReply, 'sent'> {
   const flag = Array.isArray(reply) ? reply[0] : undefined;
   const taken = !check && (flag === 1 || flag === 2);
   const x = taken && moded ? n : 0; // full-at times

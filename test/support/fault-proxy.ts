@@ -16,6 +16,8 @@ export interface FaultProxy {
   hold(): void;
   /** Resolves once at least `bytes` bytes of replies are held (default 1): Redis has answered. */
   held(bytes?: number): Promise<void>;
+  /** Bytes of replies held now. */
+  readonly heldBytes: number;
   /** Sends the held replies on, in order, and lets replies through again. */
   release(): void;
   /** Cuts every connection, the held replies lost; new connections then pass replies again. */
@@ -83,6 +85,9 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     url: `redis://127.0.0.1:${port}`,
     get connections() {
       return accepted;
+    },
+    get heldBytes() {
+      return heldBytes;
     },
     hold() {
       holding = true;
