@@ -59,6 +59,7 @@ describe('the published package', () => {
       'dist/src/graphql-ws/index.js',
       'dist/src/graphql-ws/index.d.ts',
       'lua/acquire.lua',
+      'lua/floordiv.lua',
       'schema/token-bucket.graphql',
       'package.json',
     ]) {

@@ -16,7 +16,22 @@ function luaDirectory(): string {
 }
 
 /**
- * A Lua script of `lua/` and its SHA-1, which the clients run by EVALSHA,
+ * A file of `lua/` with each `--#include name.lua` line (alone on its line)
+ * replaced by that file, indented as the line: code two scripts share is
+ * written once.
+ */
+function assemble(dir: string, fileName: string): string {
+  return readFileSync(join(dir, fileName), 'utf8').replace(/^([ \t]*)--#include ([\w.-]+\.lua)[ \t]*$/gm, (_line, indent: string, part: string) =>
+    assemble(dir, part)
+      .replace(/\n$/, '')
+      .split('\n')
+      .map((line) => (line === '' ? line : indent + line))
+      .join('\n'),
+  );
+}
+
+/**
+ * A Lua script of `lua/` (its includes expanded) and its SHA-1, which the clients run by EVALSHA,
  * falling back to EVAL when the server does not have it cached (after
  * SCRIPT FLUSH, a restart or a failover; see redis-client.ts).
  */
@@ -25,7 +40,7 @@ export class LuaScript {
   readonly sha: string;
 
   constructor(fileName: string) {
-    this.source = readFileSync(join(luaDirectory(), fileName), 'utf8');
+    this.source = assemble(luaDirectory(), fileName);
     this.sha = createHash('sha1').update(this.source).digest('hex');
   }
 
