@@ -20,6 +20,21 @@ import { ReferenceBucket } from './support/reference-bucket.js';
 import type { RedisServerProcess } from './support/redis-server.js';
 import { startRedisServer } from './support/redis-server.js';
 
+/** Issued first in a tick, on an identity of its own: with it in flight, the tick's other operations wait for the tick's end and share calls. */
+const holder = new TokenBucket('holder', 10, Rate.perHour(1));
+
+/**
+ * The operations `issue` starts, issued while the store is busy. An acquire
+ * that finds nothing else in flight is sent at once (it has nothing to share
+ * a call with); so the tick opens with one on an identity of its own.
+ */
+async function whileBusy<T>(store: RedisStore, issue: () => Promise<T>[]): Promise<T[]> {
+  const held = store.acquire(holder, 'holder', 0);
+  const answers = await Promise.all(issue());
+  await held;
+  return answers;
+}
+
 /** Takes one token of a fresh bucket first in each identity's call: the key it writes tells the call's Redis TIME. */
 const probe = new TokenBucket('probe', 10, Rate.perSecond(1));
 /** Whole µs per token (the 3-argument layout). */
@@ -76,7 +91,7 @@ describe.each(CLIENT_FAMILIES)('%s', (family: ClientFamily) => {
     ])('each operation its own decision, as the exact model decides it in order (%s)', async (_label, buckets) => {
       const store = new RedisStore(client, { prefix: uniquePrefix(`coalesce-${family}-${kind}`) });
       const ops = scenario(buckets);
-      const answers = await Promise.all(ops.map((op) => run(store, op)));
+      const answers = await whileBusy(store, () => ops.map((op) => run(store, op)));
 
       // Each identity's call ran at one Redis TIME: its probe's key holds it plus one token's refill.
       const nowOf = new Map<string, number>();
@@ -103,12 +118,13 @@ describe.each(CLIENT_FAMILIES)('%s', (family: ClientFamily) => {
       await reader.set(store.keyFor(text, 'k'), 'not a bucket');
       // beyond a full refill from now: read as an empty bucket and rewritten as one
       await reader.set(store.keyFor(far, 'k'), String(Date.now() * 1000 + 10 ** 15));
-      const results = await Promise.allSettled([
-        store.acquire(before, 'k', 1),
-        store.acquire(hash, 'k', 1),
-        store.acquireAll([{ bucket: after, key: 'k', cost: 1 }, { bucket: text, key: 'k', cost: 1 }]),
-        store.acquireAll([{ bucket: far, key: 'k', cost: 1 }]),
-        store.acquire(after, 'k', 2),
+      const settle = <T>(p: Promise<T>): Promise<PromiseSettledResult<T>> => p.then((value) => ({ status: 'fulfilled' as const, value }), (reason: unknown) => ({ status: 'rejected' as const, reason }));
+      const results = await whileBusy(store, () => [
+        settle<Admission | BatchAdmission>(store.acquire(before, 'k', 1)),
+        settle(store.acquire(hash, 'k', 1)),
+        settle(store.acquireAll([{ bucket: after, key: 'k', cost: 1 }, { bucket: text, key: 'k', cost: 1 }])),
+        settle(store.acquireAll([{ bucket: far, key: 'k', cost: 1 }])),
+        settle(store.acquire(after, 'k', 2)),
       ]);
       expect(results[0]).toEqual({ status: 'fulfilled', value: { allowed: true, remaining: 4 } });
       expect(results[1]).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining(store.keyFor(hash, 'k')) as unknown } });
@@ -125,7 +141,7 @@ describe.each(CLIENT_FAMILIES)('%s', (family: ClientFamily) => {
     it('takes that shared calls make are refunded exactly, each from its own receipt', async () => {
       const store = new RedisStore(client, { prefix: uniquePrefix(`coalesce-refund-${family}-${kind}`) });
       const bucket = new TokenBucket('r', 20, Rate.perHour(1));
-      const takes = await Promise.all(Array.from({ length: 8 }, (_, i) => store.acquire(bucket, i % 2 === 0 ? 'even' : 'odd', 2)));
+      const takes = await whileBusy(store, () => Array.from({ length: 8 }, (_, i) => store.acquire(bucket, i % 2 === 0 ? 'even' : 'odd', 2)));
       expect(takes.map((t) => (t.allowed ? t.remaining : -1))).toEqual([18, 18, 16, 16, 14, 14, 12, 12]);
       // refunds of one tick, concurrently: every token comes back once, and no more
       await Promise.all([store.refund(bucket, 'even', 3), store.refund(bucket, 'even', 5), store.refund(bucket, 'odd', 8), store.refund(bucket, 'odd', 1)]);
@@ -138,19 +154,32 @@ describe.each(CLIENT_FAMILIES)('%s', (family: ClientFamily) => {
       const other = new RedisStore(client, { prefix: store.prefix });
       const [x] = wholeRates as [TokenBucket];
       // Sent before the shared call (which goes out at the end of the tick): the take is after it, and refundable.
-      const before = Promise.all([store.acquire(x, 'k', 3), store.acquire(x, 'k', 1), store.reset(x, 'k')]);
+      const before = whileBusy<Admission | boolean>(store, () => [store.acquire(x, 'k', 3), store.acquire(x, 'k', 1), store.reset(x, 'k')]);
       expect((await before).slice(0, 2)).toEqual([{ allowed: true, remaining: 2 }, { allowed: true, remaining: 1 }]);
       await store.refund(x, 'k', 4);
       expect(await other.acquire(x, 'k', 0)).toEqual({ allowed: true, remaining: 5 });
 
       // Sent after it: the take came back with the reset; someone takes again; the refund gives nothing.
-      const takes = Promise.all([store.acquire(x, 'j', 3), store.acquire(x, 'j', 1)]);
+      const takes = whileBusy(store, () => [store.acquire(x, 'j', 3), store.acquire(x, 'j', 1)]);
       await new Promise((resolve) => process.nextTick(resolve));
       await store.reset(x, 'j');
       await takes;
       expect(await other.acquire(x, 'j', 2)).toEqual({ allowed: true, remaining: 3 });
       await store.refund(x, 'j', 4);
       expect(await other.acquire(x, 'j', 0)).toEqual({ allowed: true, remaining: 3 });
+      await Promise.all([store.close(), other.close()]);
+    });
+
+    it('an acquire issued while nothing is in flight is sent at once: a reset later in its tick runs after it', async () => {
+      const store = new RedisStore(client, { prefix: uniquePrefix(`coalesce-idle-${family}-${kind}`) });
+      const other = new RedisStore(client, { prefix: store.prefix });
+      const [x] = wholeRates as [TokenBucket];
+      // The first is sent at once; the second waits for the tick's end (it may share a call), after the reset.
+      const [first, second] = await Promise.all([store.acquire(x, 'k', 3), store.acquire(x, 'k', 1), store.reset(x, 'k')]);
+      expect([first, second]).toEqual([{ allowed: true, remaining: 2 }, { allowed: true, remaining: 4 }]);
+      // The reset gave back the first take, so a refund can only give back the second.
+      await store.refund(x, 'k', 4);
+      expect(await other.acquire(x, 'k', 0)).toEqual({ allowed: true, remaining: 5 });
       await Promise.all([store.close(), other.close()]);
     });
   });
@@ -194,13 +223,17 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
       await Promise.allSettled([opened.close(), proxied.close()]);
     });
 
-    it('50 operations in one tick make one script call; one alone makes one', async () => {
+    it('50 operations in one tick make two script calls from idle (the first at once, 49 shared), one while busy; one alone makes one', async () => {
       const store = new RedisStore(opened.client, { prefix: uniquePrefix(`calls-${family}`) });
       await store.acquire(bucket, 'warm'); // loads the scripts
-      await Promise.all([store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
+      await whileBusy(store, () => [store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
       await admin.config('RESETSTAT');
-      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => store.acquire(bucket, `id-${i % 20}`, 1)));
-      expect(await scriptCalls()).toBe(1);
+      let answers = await Promise.all(Array.from({ length: 50 }, (_, i) => store.acquire(bucket, `id-${i % 20}`, 1)));
+      expect(await scriptCalls()).toBe(2);
+      expect(answers.filter((a) => a.allowed)).toHaveLength(50);
+      await admin.config('RESETSTAT');
+      answers = await whileBusy(store, () => Array.from({ length: 50 }, (_, i) => store.acquire(bucket, `id-${i % 20}`, 1)));
+      expect(await scriptCalls()).toBe(2); // the holder's, and one for the 50
       expect(answers.filter((a) => a.allowed)).toHaveLength(50);
       await admin.config('RESETSTAT');
       expect(await store.acquire(bucket, 'alone')).toEqual({ allowed: true, remaining: 9 });
@@ -215,17 +248,19 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
       const store = new RedisStore(opened.client, { prefix: uniquePrefix(`split-${family}`) });
       const pair = [bucket, new TokenBucket('pair', 10, Rate.perHour(1))];
       await store.acquire(bucket, 'warm'); // loads the scripts
-      await Promise.all([store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
+      await whileBusy(store, () => [store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
       await admin.config('RESETSTAT');
       // 2 × max + 1 keys: single acquires, with a two-bucket operation at each boundary (the last one then alone)
       const ids = (i: number): string => `id-${i % 250}`;
+      const held = store.acquire(holder, 'holder', 0);
       const ops: Promise<Admission | BatchAdmission>[] = [];
       for (let i = 0; i < 2 * max - 3; i++) ops.push(store.acquire(bucket, ids(i), 1));
       const twoBuckets = (key: string) => store.acquireAll(pair.map((b) => ({ bucket: b, key, cost: 2 })));
       ops.splice(max - 1, 0, twoBuckets('edge-1'));
       ops.push(twoBuckets('edge-2'));
       const answers = await Promise.all(ops);
-      expect(await scriptCalls()).toBe(3);
+      await held;
+      expect(await scriptCalls()).toBe(4); // the holder's, and three
       expect(answers[max - 1]).toEqual({ allowed: true, remaining: [8, 8] });
       expect(answers.at(-1)).toEqual({ allowed: true, remaining: [8, 8] });
       expect(answers.every((answer) => answer.allowed)).toBe(true);
@@ -239,10 +274,10 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
       const store = new RedisStore(opened.client, { prefix: uniquePrefix(`wide-${family}`) });
       const wide = Array.from({ length: max + 1 }, (_, i) => ({ bucket: new TokenBucket(`w${i}`, 3, Rate.perHour(1)), key: 'k', cost: 1 }));
       await store.acquire(bucket, 'warm');
-      await Promise.all([store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
+      await whileBusy(store, () => [store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
       await admin.config('RESETSTAT');
-      const [one, two, all] = await Promise.all([store.acquire(bucket, 'a'), store.acquire(bucket, 'b'), store.acquireAll(wide)]);
-      expect(await scriptCalls()).toBe(2);
+      const [one, two, all] = await whileBusy<Admission | BatchAdmission>(store, () => [store.acquire(bucket, 'a'), store.acquire(bucket, 'b'), store.acquireAll(wide)]);
+      expect(await scriptCalls()).toBe(3); // the holder's, the two shared, the wide one
       expect([one, two]).toEqual([{ allowed: true, remaining: 9 }, { allowed: true, remaining: 9 }]);
       expect(all).toEqual({ allowed: true, remaining: wide.map(() => 2) });
       await store.close();
@@ -277,12 +312,12 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
 
     it('after SCRIPT FLUSH a shared call loads its script by itself', async () => {
       const store = new RedisStore(opened.client, { prefix: uniquePrefix(`flush-${family}`) });
-      await Promise.all([store.acquire(bucket, 'a'), store.acquire(bucket, 'b')]);
+      await whileBusy(store, () => [store.acquire(bucket, 'a'), store.acquire(bucket, 'b')]);
       await admin.script('FLUSH');
       await admin.config('RESETSTAT');
-      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => store.acquire(bucket, i < 5 ? 'a' : 'b', 1)));
+      const answers = await whileBusy(store, () => Array.from({ length: 10 }, (_, i) => store.acquire(bucket, i < 5 ? 'a' : 'b', 1)));
       expect(answers.map((a) => (a.allowed ? a.remaining : -1))).toEqual([8, 7, 6, 5, 4, 8, 7, 6, 5, 4]);
-      expect(await scriptCalls()).toBe(2); // EVALSHA answered NOSCRIPT (nothing ran), then EVAL
+      expect(await scriptCalls()).toBe(4); // per call (the holder's, the shared one), EVALSHA answered NOSCRIPT (nothing ran), then EVAL
       await store.close();
     });
 
@@ -291,8 +326,9 @@ describe('script calls and faults, on a Redis of the file\'s own', () => {
       const store = new RedisStore(proxied.client, { prefix });
       const check = new RedisStore(opened.client, { prefix });
       await store.acquire(bucket, 'warm');
-      await Promise.all([store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
+      await whileBusy(store, () => [store.acquire(bucket, 'warm'), store.acquire(bucket, 'warm')]);
       proxy.hold();
+      // the first is sent at once, alone; the other three share a call
       const calls = [store.acquire(bucket, 'p', 2), store.acquire(bucket, 'q', 3), store.acquire(bucket, 'p', 1), store.acquireAll([{ bucket, key: 'r', cost: 4 }])];
       await proxy.held();
       proxy.dropHeld();

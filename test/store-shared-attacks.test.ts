@@ -73,11 +73,13 @@ describe.each(CLIENT_FAMILIES)('%s', (family) => {
     it('leaves no receipt of them: a refund of a later take by the same store is exact', async () => {
       const store = new RedisStore(client, { prefix: uniquePrefix(`reset-in-flight-${family}-${kind}`) });
       const bucket = hourly('r', 100);
-      // one tick: one shared call, sent at the tick's end; the reset goes right after it
+      // one tick: with an acquire in flight (sent at once), one shared call, sent at the tick's end; the reset goes right after it
+      const holder = store.acquire(bucket, 'holder', 0);
       const takes = Promise.all([store.acquire(bucket, 'k', 5), store.acquire(bucket, 'k', 1)]);
       await new Promise((resolve) => process.nextTick(resolve));
       const reset = store.reset(bucket, 'k');
       expect(await takes).toEqual([{ allowed: true, remaining: 95 }, { allowed: true, remaining: 94 }]);
+      await holder;
       expect(await reset).toBe(true);
       // a pair named twice: not known to be taken from a full bucket, so it continues whatever chain is kept
       expect(await store.acquireAll([{ bucket, key: 'k', cost: 1 }, { bucket, key: 'k', cost: 2 }])).toEqual({ allowed: true, remaining: [99, 97] });
@@ -173,9 +175,12 @@ describe('a node-redis pool, whose connections may reach Redis in another order 
   it('takes sent before a reset run before it: a refund of the takes after it is exact', async () => {
     const store = new RedisStore(pool, { prefix: uniquePrefix('pool-reset') });
     const bucket = hourly('r', 100);
-    await Promise.all([store.acquire(bucket, 'k', 1), store.acquire(bucket, 'k', 1)]); // loads the scripts
+    // An acquire that finds nothing in flight is sent at once; the two after it share a call. This loads both scripts.
+    await Promise.all([store.acquire(bucket, 'warm', 0), store.acquire(bucket, 'k', 1), store.acquire(bucket, 'k', 1)]);
     proxy.hold();
+    const first = store.acquire(bucket, 'warm', 0);
     const takes = Promise.all([store.acquire(bucket, 'k', 5), store.acquire(bucket, 'k', 1)]);
+    await first;
     await proxy.held();
     expect(pool.clientsInUse).toBe(1); // the shared call's
     const reset = store.reset(bucket, 'k');
@@ -487,7 +492,7 @@ describe.each(CLIENT_FAMILIES)('%s: a take whose script Redis no longer has (SCR
     await admin.script('FLUSH');
     expect(await store.acquire(bucket, 'other', 0)).toEqual({ allowed: true, remaining: 100 }); // acquire.lua cached again, reset.lua not
     const reset = store.reset(bucket, 'k');
-    const take = store.acquire(bucket, 'k', 5); // sent at the tick's end: after the reset's EVALSHA, before its EVAL
+    const take = store.acquire(bucket, 'k', 5); // sent at once (no acquire in flight): after the reset's EVALSHA, before its EVAL
     expect(await take).toEqual({ allowed: true, remaining: 95 });
     expect(await reset).toBe(true); // it ran after the take
     // a pair named twice: not known to be taken from a full bucket, so it continues whatever chain is kept

@@ -42,8 +42,9 @@ export type RunShared = (keys: readonly string[], args: readonly number[], resen
  * Gathers the operations issued in one tick, per node (a Cluster: per hash
  * slot), and sends each node's as one script call when there are several.
  * Nothing waits for a timer: the call goes out once the tick's synchronous
- * work and promise jobs are done (`process.nextTick`), so an operation alone
- * costs what it did without it. A shared call is one command on the
+ * work and promise jobs are done (`process.nextTick`). (The store sends an
+ * operation that finds none of its own in flight at once, without this.)
+ * A shared call is one command on the
  * store's connection: when it fails (its reply lost), every operation in it
  * fails, and none is sent again, since it may have been applied.
  */

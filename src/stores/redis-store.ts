@@ -111,7 +111,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * which is increasing (a new one starts at the latest value).
    */
   private readonly inFlight = new Map<number, number>();
-  /** Acquires of one tick bound for one node (slot) share a script call. */
+  /** Acquires of one tick bound for one node (slot), issued while another is in flight, share a script call. */
   private readonly coalescer: Coalescer;
   /**
    * On a client whose connections may reach Redis out of order (a node-redis
@@ -161,10 +161,13 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     if (terms.huge) return acquireOne(this, bucket, key, cost);
     const tag = identityTag(keyString(key));
     const redisKeyOf = redisKey(this.prefix, tag, bucket);
+    // Sent at once when no other acquire is in flight (a quiet store adds nothing to its latency);
+    // else at the tick's end, to share a call with the tick's others.
+    const busy = this.inFlight.size > 0;
     // In flight until its receipt is noted: a reset sent meanwhile is remembered until then (`notResetSince`).
     const started = this.starting();
     try {
-      const shared = await this.coalescer.submit(this.redis.cluster ? tag : '', [{ key: redisKeyOf, terms, cost }]);
+      const shared = busy ? await this.coalescer.submit(this.redis.cluster ? tag : '', [{ key: redisKeyOf, terms, cost }]) : ALONE;
       if (shared !== ALONE) {
         const whole = shared.remaining[0]!;
         if (!shared.taken) return { allowed: false, retryAfterMs: shared.waits[0] === NEVER ? null : shared.waits[0]! };
@@ -198,11 +201,12 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const tags = keys.map(identityTag);
     const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
+    const busy = this.inFlight.size > 0; // as in `acquire`
     // In flight until its receipts are noted: a reset sent meanwhile is remembered until then (`notResetSince`).
     const started = this.starting();
     try {
       let taken: Taken | undefined;
-      const shareable = this.oneSlot(tags) ? sharedRequests(requests, ids, this.coalescer.maxKeys) : undefined;
+      const shareable = busy && this.oneSlot(tags) ? sharedRequests(requests, ids, this.coalescer.maxKeys) : undefined;
       if (shareable !== undefined) {
         const shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
         if (shared !== ALONE) taken = takenOf(shared);
