@@ -43,7 +43,8 @@ const OWN_OPTIONS: Partial<RedisOptions> = { ...NEVER_RESEND, ...DEFAULT_REPLIES
  */
 export class OwnConnection {
   #own: Redis | Cluster | undefined;
-  #ready: Promise<void> | undefined;
+  /** While the connection opens with the offline queue off: the writes waiting for it, in the order asked. */
+  #waiting: Waiting[] | undefined;
   #watching = false;
   /** Typed as ioredis's: iovalkey's `Redis` and `Cluster` have the same methods and options. */
   readonly client: Redis | Cluster;
@@ -69,54 +70,66 @@ export class OwnConnection {
     owners.add(new WeakRef(this));
   }
 
-  /** The connection when it is open and nothing need be awaited (the common case, without a promise). */
-  now(): Redis | Cluster | undefined {
-    return this.#ready === undefined ? this.#own : undefined;
-  }
-
   /**
    * Opens the connection now (it connects as the client does: at once, or on
    * first use with `lazyConnect`), so that the first call does not wait for
    * the handshake. A client that has ended opens it on first use, if ever.
    */
   open(): void {
-    if (this.#own === undefined && this.client.status !== 'end') void this.get().catch(() => undefined);
+    if (this.#own === undefined && this.client.status !== 'end') this.#openNow();
   }
 
-  /** The connection, opened on first use; once it has been ready, a command sent while it is down fails as the client's would. */
-  async get(): Promise<Redis | Cluster> {
+  /**
+   * Runs `write` with the connection, opened on first use; once it has been
+   * ready, a command sent while it is down fails as the client's would.
+   * Writes go out in the order asked, whatever waits: at once on an open
+   * connection (ioredis queues a command written while it connects), or,
+   * while one opens with the offline queue off, all together once it is
+   * ready. Redis then runs the store's calls in the order it made them.
+   */
+  use<T>(write: (own: Redis | Cluster) => Promise<T>): Promise<T> {
     if (this.#own === undefined) {
-      if (this.client.status === 'end') throw new Error('Connection is closed.');
-      const own = open(this.client);
-      this.#own = own;
-      // Connection errors fail the commands; the client reports the same errors to the application.
-      own.on('error', () => undefined);
-      this.#watch();
-      own.once('end', () => {
-        if (this.#own === own) this.#own = undefined;
-      });
-      // With the offline queue off (as the README advises), a command before the first 'ready' would fail.
-      this.#ready = own.options.enableOfflineQueue === false ? whenReady(own) : undefined;
+      if (this.client.status === 'end') return Promise.reject(new Error('Connection is closed.'));
+      this.#openNow();
     }
-    const own = this.#own;
-    if (this.#ready !== undefined) {
-      const ready = this.#ready;
-      try {
-        await ready;
-      } finally {
-        if (this.#ready === ready) this.#ready = undefined;
-      }
-    }
-    return own;
+    const waiting = this.#waiting;
+    if (waiting === undefined) return write(this.#own!);
+    return new Promise<T>((resolve, reject) => {
+      waiting.push((own, error) => (error === undefined ? write(own).then(resolve, reject) : reject(error instanceof Error ? error : new Error(String(error)))));
+    });
+  }
+
+  #openNow(): void {
+    const own = open(this.client);
+    this.#own = own;
+    // Connection errors fail the commands; the client reports the same errors to the application.
+    own.on('error', () => undefined);
+    this.#watch();
+    own.once('end', () => {
+      if (this.#own === own) this.#own = undefined;
+    });
+    // With the offline queue off (as the README advises), a command before the first 'ready' would fail.
+    if (own.options.enableOfflineQueue !== false) return;
+    const waiting: Waiting[] = [];
+    this.#waiting = waiting;
+    const release = (error?: unknown): void => {
+      if (this.#waiting === waiting) this.#waiting = undefined;
+      for (const go of waiting.splice(0)) go(own, error);
+    };
+    whenReady(own).then(() => release(), release);
   }
 
   close(): void {
     const own = this.#own;
     this.#own = undefined;
-    this.#ready = undefined;
+    // writes still waiting for it fail with its end (whenReady)
+    this.#waiting = undefined;
     own?.disconnect();
   }
 }
+
+/** A write waiting for the connection to be ready: run with it, or failed with the error it closed with. */
+type Waiting = (own: Redis | Cluster, error?: unknown) => void;
 
 const ownersOf = new WeakMap<object, Set<WeakRef<OwnConnection>>>();
 

@@ -117,13 +117,12 @@ function ioredisLike(client: IoredisLikeClient): ScriptClient {
     ordered: true,
     sharedKeys: SHARED_KEYS_WRITTEN_AT_ONCE,
     async runScript(script, keys, args, resending) {
-      const own = connection.now() ?? (await connection.get());
       try {
-        return await own.evalsha(script.sha, keys.length, ...keys, ...args);
+        return await connection.use((own) => own.evalsha(script.sha, keys.length, ...keys, ...args));
       } catch (error) {
         if (!isNoScript(error)) throw error;
         resending?.();
-        return await own.eval(script.source, keys.length, ...keys, ...args);
+        return await connection.use((own) => own.eval(script.source, keys.length, ...keys, ...args));
       }
     },
     close: () => connection.close(),
