@@ -5,7 +5,7 @@
 import { MAX_SHARED_KEYS } from './coalescer.js';
 import { OwnConnection } from './own-connection.js';
 
-/** Keys per shared call on a client that writes each command at once (ioredis, iovalkey): see `ScriptClient.sharedKeys`. */
+/** Keys per shared call on a single connection (ioredis, iovalkey, a node-redis client): see `ScriptClient.sharedKeys`. */
 export const SHARED_KEYS_WRITTEN_AT_ONCE = 128;
 
 /** An ioredis or iovalkey `Redis` or `Cluster`. */
@@ -56,14 +56,20 @@ export interface ScriptClient {
    */
   readonly ordered: boolean;
   /**
-   * Keys per shared call at most (lua/acquire-each.lua). ioredis and iovalkey
-   * write a command at once: a tick's acquires split into calls of
-   * `SHARED_KEYS_WRITTEN_AT_ONCE` let Redis run one while the store reads the
-   * answer to the one before (at 256 in flight, two calls of 128 gave about
-   * 1.4× the throughput of one of 256, for the same Redis CPU; calls of 32
-   * cost Redis a quarter more per acquire). node-redis holds its writes to
-   * the end of the event loop's turn (`setImmediate`), where one call per
-   * tick did best: `MAX_SHARED_KEYS`.
+   * Keys per shared call at most (lua/acquire-each.lua). A tick's acquires
+   * split into calls of `SHARED_KEYS_WRITTEN_AT_ONCE` let Redis run one while
+   * the store reads the answer to the one before (on ioredis at 256 in
+   * flight, two calls of 128 gave about 1.4× the throughput of one of 256,
+   * for the same Redis CPU; calls of 32 cost Redis a quarter more per
+   * acquire). That takes each call written on its own: Redis runs every
+   * command one read brings before it writes any reply, so calls written
+   * together are answered together. ioredis and iovalkey write a command at
+   * once; node-redis writes every command of one turn of the event loop in
+   * one write at its end (`setImmediate`), so on a node-redis client the
+   * store hands it one call per turn (`OneCallPerTurn`): calls of 128 so
+   * handed ran at 1.4× to 1.6× the throughput of one call per tick, where
+   * written together they did worse than it. A pool and a cluster spread
+   * their calls over connections: `MAX_SHARED_KEYS`.
    */
   readonly sharedKeys: number;
   /**
@@ -148,15 +154,55 @@ function asEval(command: string[], script: Script): string[] {
   return again;
 }
 
+/**
+ * Hands calls to a node-redis client at most one per turn of the event loop,
+ * so that each is written on its own (`sharedKeys`): the first of a turn at
+ * once, the others each in a turn of its own after it. In the order asked,
+ * behind every call held before them: a call takes its place among the
+ * store's calls where it was asked, so what it counts as sent before it
+ * (the resets, `resending`) is what was asked before it.
+ */
+class OneCallPerTurn {
+  readonly #held: (() => void)[] = [];
+  /** Whether a call was handed over in this turn. */
+  #handed = false;
+
+  send<T>(send: () => Promise<T>): Promise<T> {
+    // nothing is held unless a call was handed over in this turn
+    if (!this.#handed) return this.#now(send);
+    return new Promise<T>((resolve, reject) => {
+      this.#held.push(() => void this.#now(send).then(resolve, reject));
+    });
+  }
+
+  #now<T>(send: () => Promise<T>): Promise<T> {
+    const reply = send();
+    if (!this.#handed) {
+      this.#handed = true;
+      // after node-redis's own setImmediate, which sendCommand set: it writes what was handed so far first
+      setImmediate(this.#nextTurn);
+    }
+    return reply;
+  }
+
+  readonly #nextTurn = (): void => {
+    this.#handed = false;
+    this.#held.shift()?.();
+  };
+}
+
 function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClient {
+  // one connection: calls handed over one per turn; a pool writes calls of one turn on different connections
+  const turns = ordered ? new OneCallPerTurn() : undefined;
   return {
     cluster: false,
     ordered,
-    sharedKeys: MAX_SHARED_KEYS,
+    sharedKeys: ordered ? SHARED_KEYS_WRITTEN_AT_ONCE : MAX_SHARED_KEYS,
     async runScript(script, keys, args, resending) {
       const command = evalShaCommand(script, keys, args);
+      const send = (): Promise<unknown> => client.sendCommand(command, NODE_REDIS_OPTIONS);
       try {
-        return await client.sendCommand(command, NODE_REDIS_OPTIONS);
+        return await (turns === undefined ? send() : turns.send(send));
       } catch (error) {
         if (!isNoScript(error)) throw error;
         resending?.();
