@@ -43,6 +43,8 @@ export type RedisStoreClient = IoredisLikeClient | NodeRedisClient | NodeRedisCl
 export interface Script {
   readonly sha: string;
   readonly source: string;
+  /** A shared call's script (lua/acquire-each.lua): a call of it may hold up to `sharedKeys` keys' work. */
+  readonly shared?: boolean;
 }
 
 /** What RedisStore needs of a client, whichever library it comes from. */
@@ -66,7 +68,7 @@ export interface ScriptClient {
    * together are answered together. ioredis and iovalkey write a command at
    * once; node-redis writes every command of one turn of the event loop in
    * one write at its end (`setImmediate`), so on a node-redis client the
-   * store hands it one call per turn (`OneCallPerTurn`): at 256 in flight,
+   * store hands it one shared call per turn (`SharedCallPerTurn`): at 256 in flight,
    * calls of 128 so handed gave about 1.5× the throughput of one call per
    * tick of up to 512 keys (best runs 220,000–250,000/s against
    * 141,000–180,000/s, the same Redis CPU), where written together they did
@@ -157,29 +159,29 @@ function asEval(command: string[], script: Script): string[] {
 }
 
 /**
- * Hands calls to a node-redis client at most one per turn of the event loop,
- * so that each is written on its own (`sharedKeys`): the first of a turn at
- * once, the others each in a turn of its own after it. In the order asked,
- * behind every call held before them: a call takes its place among the
- * store's calls where it was asked, so what it counts as sent before it
- * (the resets, `resending`) is what was asked before it.
+ * Hands calls to a node-redis client so that each shared call is written on
+ * its own (`sharedKeys`): at most one per turn of the event loop, the first
+ * of a turn at once and the others each in a turn of its own after it.
+ * Other calls (a refund, a reset, an acquire alone) go out in whatever turn
+ * is next, written together, but never ahead of a call asked before them:
+ * calls reach Redis in the order asked, so what a call counts as sent before
+ * it (the resets, `resending`) is what was asked before it.
  */
-class OneCallPerTurn {
-  readonly #held: (() => void)[] = [];
-  /** Whether a call was handed over in this turn. */
+class SharedCallPerTurn {
+  readonly #held: { readonly shared: boolean; readonly go: () => void }[] = [];
+  /** Whether a shared call was handed over in this turn. */
   #handed = false;
 
-  send<T>(send: () => Promise<T>): Promise<T> {
-    // nothing is held unless a call was handed over in this turn
-    if (!this.#handed) return this.#now(send);
+  send<T>(shared: boolean, send: () => Promise<T>): Promise<T> {
+    if (this.#held.length === 0 && !(shared && this.#handed)) return this.#now(shared, send);
     return new Promise<T>((resolve, reject) => {
-      this.#held.push(() => void this.#now(send).then(resolve, reject));
+      this.#held.push({ shared, go: () => void this.#now(shared, send).then(resolve, reject) });
     });
   }
 
-  #now<T>(send: () => Promise<T>): Promise<T> {
+  #now<T>(shared: boolean, send: () => Promise<T>): Promise<T> {
     const reply = send();
-    if (!this.#handed) {
+    if (shared && !this.#handed) {
       this.#handed = true;
       // after node-redis's own setImmediate, which sendCommand set: it writes what was handed so far first
       setImmediate(this.#nextTurn);
@@ -189,13 +191,14 @@ class OneCallPerTurn {
 
   readonly #nextTurn = (): void => {
     this.#handed = false;
-    this.#held.shift()?.();
+    // in the order held, up to the second shared call (which then has a turn scheduled)
+    while (this.#held.length > 0 && !(this.#held[0]!.shared && this.#handed)) this.#held.shift()!.go();
   };
 }
 
 function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClient {
-  // one connection: calls handed over one per turn; a pool writes calls of one turn on different connections
-  const turns = ordered ? new OneCallPerTurn() : undefined;
+  // one connection: shared calls handed over one per turn; a pool writes calls of one turn on different connections
+  const turns = ordered ? new SharedCallPerTurn() : undefined;
   return {
     cluster: false,
     ordered,
@@ -204,7 +207,7 @@ function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClien
       const command = evalShaCommand(script, keys, args);
       const send = (): Promise<unknown> => client.sendCommand(command, NODE_REDIS_OPTIONS);
       try {
-        return await (turns === undefined ? send() : turns.send(send));
+        return await (turns === undefined ? send() : turns.send(script.shared === true, send));
       } catch (error) {
         if (!isNoScript(error)) throw error;
         resending?.();
