@@ -38,10 +38,13 @@ function assemble(dir: string, fileName: string): string {
 export class LuaScript {
   readonly source: string;
   readonly sha: string;
+  /** The shared acquire script (`Script.shared`). */
+  readonly shared: boolean;
 
-  constructor(fileName: string) {
+  constructor(fileName: string, shared = false) {
     this.source = assemble(luaDirectory(), fileName);
     this.sha = createHash('sha1').update(this.source).digest('hex');
+    this.shared = shared;
   }
 
   run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[], resending?: () => void): Promise<unknown> {

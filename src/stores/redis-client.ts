@@ -5,7 +5,7 @@
 import { MAX_SHARED_KEYS } from './coalescer.js';
 import { OwnConnection } from './own-connection.js';
 
-/** Keys per shared call on a client that writes each command at once (ioredis, iovalkey): see `ScriptClient.sharedKeys`. */
+/** Keys per shared call on a single connection (ioredis, iovalkey, a node-redis client): see `ScriptClient.sharedKeys`. */
 export const SHARED_KEYS_WRITTEN_AT_ONCE = 128;
 
 /** An ioredis or iovalkey `Redis` or `Cluster`. */
@@ -43,6 +43,8 @@ export type RedisStoreClient = IoredisLikeClient | NodeRedisClient | NodeRedisCl
 export interface Script {
   readonly sha: string;
   readonly source: string;
+  /** A shared call's script (lua/acquire-each.lua): a call of it may hold up to `sharedKeys` keys' work. */
+  readonly shared?: boolean;
 }
 
 /** What RedisStore needs of a client, whichever library it comes from. */
@@ -56,14 +58,22 @@ export interface ScriptClient {
    */
   readonly ordered: boolean;
   /**
-   * Keys per shared call at most (lua/acquire-each.lua). ioredis and iovalkey
-   * write a command at once: a tick's acquires split into calls of
-   * `SHARED_KEYS_WRITTEN_AT_ONCE` let Redis run one while the store reads the
-   * answer to the one before (at 256 in flight, two calls of 128 gave about
-   * 1.4× the throughput of one of 256, for the same Redis CPU; calls of 32
-   * cost Redis a quarter more per acquire). node-redis holds its writes to
-   * the end of the event loop's turn (`setImmediate`), where one call per
-   * tick did best: `MAX_SHARED_KEYS`.
+   * Keys per shared call at most (lua/acquire-each.lua). A tick's acquires
+   * split into calls of `SHARED_KEYS_WRITTEN_AT_ONCE` let Redis run one while
+   * the store reads the answer to the one before (on ioredis at 256 in
+   * flight, two calls of 128 gave about 1.4× the throughput of one of 256,
+   * for the same Redis CPU; calls of 32 cost Redis a quarter more per
+   * acquire). That takes each call written on its own: Redis runs every
+   * command one read brings before it writes any reply, so calls written
+   * together are answered together. ioredis and iovalkey write a command at
+   * once; node-redis writes every command of one turn of the event loop in
+   * one write at its end (`setImmediate`), so on a node-redis client the
+   * store hands it one shared call per turn (`SharedCallPerTurn`): at 256 in flight,
+   * calls of 128 so handed gave about 1.5× the throughput of one call per
+   * tick of up to 512 keys (best runs 220,000–250,000/s against
+   * 141,000–180,000/s, the same Redis CPU), where written together they did
+   * worse than it. A pool and a cluster spread their calls over
+   * connections: `MAX_SHARED_KEYS`.
    */
   readonly sharedKeys: number;
   /**
@@ -147,15 +157,56 @@ function asEval(command: string[], script: Script): string[] {
   return again;
 }
 
+/**
+ * Hands calls to a node-redis client so that each shared call is written on
+ * its own (`sharedKeys`): at most one per turn of the event loop, the first
+ * of a turn at once and the others each in a turn of its own after it.
+ * Other calls (a refund, a reset, an acquire alone) go out in whatever turn
+ * is next, written together, but never ahead of a call asked before them:
+ * calls reach Redis in the order asked, so what a call counts as sent before
+ * it (the resets, `resending`) is what was asked before it.
+ */
+class SharedCallPerTurn {
+  readonly #held: { readonly shared: boolean; readonly go: () => void }[] = [];
+  /** Whether a shared call was handed over in this turn. */
+  #handed = false;
+
+  send<T>(shared: boolean, send: () => Promise<T>): Promise<T> {
+    if (this.#held.length === 0 && !(shared && this.#handed)) return this.#now(shared, send);
+    return new Promise<T>((resolve, reject) => {
+      this.#held.push({ shared, go: () => void this.#now(shared, send).then(resolve, reject) });
+    });
+  }
+
+  #now<T>(shared: boolean, send: () => Promise<T>): Promise<T> {
+    const reply = send();
+    if (shared && !this.#handed) {
+      this.#handed = true;
+      // after node-redis's own setImmediate, which sendCommand set: it writes what was handed so far first
+      setImmediate(this.#nextTurn);
+    }
+    return reply;
+  }
+
+  readonly #nextTurn = (): void => {
+    this.#handed = false;
+    // in the order held, up to the second shared call (which then has a turn scheduled)
+    while (this.#held.length > 0 && !(this.#held[0]!.shared && this.#handed)) this.#held.shift()!.go();
+  };
+}
+
 function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClient {
+  // one connection: shared calls handed over one per turn; a pool writes calls of one turn on different connections
+  const turns = ordered ? new SharedCallPerTurn() : undefined;
   return {
     cluster: false,
     ordered,
-    sharedKeys: MAX_SHARED_KEYS,
+    sharedKeys: ordered ? SHARED_KEYS_WRITTEN_AT_ONCE : MAX_SHARED_KEYS,
     async runScript(script, keys, args, resending) {
       const command = evalShaCommand(script, keys, args);
+      const send = (): Promise<unknown> => client.sendCommand(command, NODE_REDIS_OPTIONS);
       try {
-        return await client.sendCommand(command, NODE_REDIS_OPTIONS);
+        return await (turns === undefined ? send() : turns.send(script.shared === true, send));
       } catch (error) {
         if (!isNoScript(error)) throw error;
         resending?.();
