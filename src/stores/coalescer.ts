@@ -54,13 +54,16 @@ export class Coalescer {
   readonly #mark: () => number;
   /** Keys per call at most. */
   readonly #maxKeys: number;
+  /** Keys of a node's first call of a tick at most. */
+  readonly #firstKeys: number;
   #pending = new Map<string, Waiting[]>();
   #scheduled = false;
 
-  constructor(run: RunShared, mark: () => number, maxKeys = MAX_SHARED_KEYS) {
+  constructor(run: RunShared, mark: () => number, maxKeys = MAX_SHARED_KEYS, firstKeys = maxKeys) {
     this.#run = run;
     this.#mark = mark;
     this.#maxKeys = maxKeys;
+    this.#firstKeys = Math.min(firstKeys, maxKeys);
   }
 
   /** Keys per shared call at most: an operation of more is never shared. */
@@ -97,12 +100,14 @@ export class Coalescer {
       }
       let start = 0;
       let keys = 0;
+      let most = this.#firstKeys;
       for (let i = 0; i < waiting.length; i++) {
         const size = waiting[i]!.requests.length;
-        if (keys + size > this.#maxKeys && i > start) {
+        if (keys + size > most && i > start) {
           this.#send(waiting.slice(start, i));
           start = i;
           keys = 0;
+          most = this.#maxKeys;
         }
         keys += size;
       }

@@ -45,6 +45,8 @@ export class OwnConnection {
   #own: Redis | Cluster | undefined;
   /** While the connection opens with the offline queue off: the writes waiting for it, in the order asked. */
   #waiting: Waiting[] | undefined;
+  /** Fails the calls in ioredis's offline queue of the connection, on close (it may never fail them itself). */
+  readonly #queued = new Set<() => void>();
   #watching = false;
   /** Typed as ioredis's: iovalkey's `Redis` and `Cluster` have the same methods and options. */
   readonly client: Redis | Cluster;
@@ -93,9 +95,24 @@ export class OwnConnection {
       this.#openNow();
     }
     const waiting = this.#waiting;
-    if (waiting === undefined) return write(this.#own!);
+    if (waiting === undefined) {
+      const own = this.#own!;
+      return own.status === 'ready' ? write(own) : this.#untilClosed(write(own));
+    }
     return new Promise<T>((resolve, reject) => {
       waiting.push((own, error) => (error === undefined ? write(own).then(resolve, reject) : reject(error instanceof Error ? error : new Error(String(error)))));
+    });
+  }
+
+  /**
+   * `reply`, or a failure on close: a connection closed while it waits to
+   * reconnect emits no 'end' and leaves its offline queue unanswered.
+   */
+  #untilClosed<T>(reply: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const fail = (): void => reject(new Error('Connection is closed.'));
+      this.#queued.add(fail);
+      reply.then(resolve, reject).finally(() => this.#queued.delete(fail)).catch(() => undefined);
     });
   }
 
@@ -117,14 +134,20 @@ export class OwnConnection {
       for (const go of waiting.splice(0)) go(own, error);
     };
     whenReady(own).then(() => release(), release);
+    // `lazyConnect` connects on a command's write, which waits for 'ready' here: connect it now.
+    if (own.status === 'wait') own.connect().catch(() => undefined);
   }
 
   close(): void {
     const own = this.#own;
+    const waiting = this.#waiting;
     this.#own = undefined;
-    // writes still waiting for it fail with its end (whenReady)
     this.#waiting = undefined;
     own?.disconnect();
+    // writes still waiting for it fail now (a connection closed while it waits to reconnect may never end)
+    for (const go of waiting?.splice(0) ?? []) go(own!, new Error('Connection is closed.'));
+    for (const fail of [...this.#queued]) fail();
+    this.#queued.clear();
   }
 }
 
@@ -148,13 +171,18 @@ function isCluster(client: Redis | Cluster): client is Cluster {
   return client.isCluster;
 }
 
-/** Resolves when `own` is ready; rejects with the first error or its end before then. */
+/**
+ * Resolves when `own` is ready; rejects with the first error, close or end
+ * before then (a connection hung up on fails its waiting calls at once, as
+ * a disconnected one with the offline queue off does).
+ */
 function whenReady(own: Redis | Cluster): Promise<void> {
   if (own.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const settle = (error?: unknown): void => {
       own.off('ready', onReady);
       own.off('error', onError);
+      own.off('close', onEnd);
       own.off('end', onEnd);
       if (error === undefined) resolve();
       else reject(error instanceof Error ? error : new Error(String(error)));
@@ -164,6 +192,7 @@ function whenReady(own: Redis | Cluster): Promise<void> {
     const onEnd = (): void => settle(new Error('Connection is closed.'));
     own.once('ready', onReady);
     own.once('error', onError);
+    own.once('close', onEnd);
     own.once('end', onEnd);
   });
 }

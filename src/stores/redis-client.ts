@@ -66,16 +66,19 @@ export interface ScriptClient {
    * acquire). That takes each call written on its own: Redis runs every
    * command one read brings before it writes any reply, so calls written
    * together are answered together. ioredis and iovalkey write a command at
-   * once; node-redis writes every command of one turn of the event loop in
-   * one write at its end (`setImmediate`), so on a node-redis client the
-   * store hands it one shared call per turn (`SharedCallPerTurn`): at 256 in flight,
-   * calls of 128 so handed gave about 1.5× the throughput of one call per
-   * tick of up to 512 keys (best runs 220,000–250,000/s against
-   * 141,000–180,000/s, the same Redis CPU), where written together they did
-   * worse than it. A pool and a cluster spread their calls over
-   * connections: `MAX_SHARED_KEYS`.
+   * once. node-redis writes every command of one turn of the event loop in
+   * one write at its end (`setImmediate`): on a node-redis client a tick's
+   * first shared call (`firstSharedKeys`, 128 keys) goes at once and the rest
+   * of the tick in calls of up to `MAX_SHARED_KEYS` in the next turn
+   * (`SharedCallPerTurn`). At 256 in flight that gave 0.99×–1.09× ioredis's
+   * throughput where one call per tick of up to 512 keys gave 0.62×–1.07×;
+   * calls of 128 all written a turn apart fell behind a load of 512 acquires
+   * a turn, and written together, behind one call of 512. A pool and a
+   * cluster spread their calls over connections: `MAX_SHARED_KEYS`.
    */
   readonly sharedKeys: number;
+  /** Keys of a tick's first shared call (per node) at most, when fewer than `sharedKeys`. */
+  readonly firstSharedKeys?: number;
   /**
    * Runs `script` by EVALSHA, and by EVAL when the node answers NOSCRIPT
    * (after SCRIPT FLUSH, a restart or a failover), on the node serving the
@@ -158,23 +161,23 @@ function asEval(command: string[], script: Script): string[] {
 }
 
 /**
- * Hands calls to a node-redis client so that each shared call is written on
- * its own (`sharedKeys`): at most one per turn of the event loop, the first
- * of a turn at once and the others each in a turn of its own after it.
- * Other calls (a refund, a reset, an acquire alone) go out in whatever turn
- * is next, written together, but never ahead of a call asked before them:
- * calls reach Redis in the order asked, so what a call counts as sent before
- * it (the resets, `resending`) is what was asked before it.
+ * Hands calls to a node-redis client so that shared calls are written apart
+ * (`sharedKeys`): a turn's first shared call at once, and every call asked
+ * after it in that turn all together in the next turn, so nothing waits more
+ * than one turn, however many calls a turn makes. Other calls asked while
+ * nothing waits go at once. In the order asked: calls reach Redis in the
+ * order the store made them, so what a call counts as sent before it (the
+ * resets, `resending`) is what was asked before it.
  */
 class SharedCallPerTurn {
-  readonly #held: { readonly shared: boolean; readonly go: () => void }[] = [];
+  readonly #held: (() => void)[] = [];
   /** Whether a shared call was handed over in this turn. */
   #handed = false;
 
   send<T>(shared: boolean, send: () => Promise<T>): Promise<T> {
     if (this.#held.length === 0 && !(shared && this.#handed)) return this.#now(shared, send);
     return new Promise<T>((resolve, reject) => {
-      this.#held.push({ shared, go: () => void this.#now(shared, send).then(resolve, reject) });
+      this.#held.push(() => void this.#now(shared, send).then(resolve, reject));
     });
   }
 
@@ -190,27 +193,34 @@ class SharedCallPerTurn {
 
   readonly #nextTurn = (): void => {
     this.#handed = false;
-    // in the order held, up to the second shared call (which then has a turn scheduled)
-    while (this.#held.length > 0 && !(this.#held[0]!.shared && this.#handed)) this.#held.shift()!.go();
+    for (const go of this.#held.splice(0)) go();
   };
 }
 
 function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClient {
-  // one connection: shared calls handed over one per turn; a pool writes calls of one turn on different connections
+  // one connection: shared calls written apart; a pool writes calls of one turn on different connections
   const turns = ordered ? new SharedCallPerTurn() : undefined;
   return {
     cluster: false,
     ordered,
-    sharedKeys: ordered ? SHARED_KEYS_WRITTEN_AT_ONCE : MAX_SHARED_KEYS,
+    sharedKeys: MAX_SHARED_KEYS,
+    firstSharedKeys: ordered ? SHARED_KEYS_WRITTEN_AT_ONCE : MAX_SHARED_KEYS,
     async runScript(script, keys, args, resending) {
+      const shared = script.shared === true;
+      /** Sends `command`, in its place among the store's calls; `before` runs right as it is handed over. */
+      const send = (command: string[], before?: () => void): Promise<unknown> => {
+        const go = (): Promise<unknown> => {
+          before?.();
+          return client.sendCommand(command, NODE_REDIS_OPTIONS);
+        };
+        return turns === undefined ? go() : turns.send(shared, go);
+      };
       const command = evalShaCommand(script, keys, args);
-      const send = (): Promise<unknown> => client.sendCommand(command, NODE_REDIS_OPTIONS);
       try {
-        return await (turns === undefined ? send() : turns.send(script.shared === true, send));
+        return await send(command);
       } catch (error) {
         if (!isNoScript(error)) throw error;
-        resending?.();
-        return await client.sendCommand(asEval(command, script), NODE_REDIS_OPTIONS);
+        return await send(asEval(command, script), resending);
       }
     },
     close: () => undefined,

@@ -145,6 +145,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       (keys, args, resent) => this.run(this.acquireEachLua, keys, args, resent),
       () => this.resets,
       this.redis.sharedKeys,
+      this.redis.firstSharedKeys,
     );
   }
 
