@@ -2,8 +2,6 @@
 // issued after it in its tick wait for the tick's end and may share a call. Calls reach Redis in the
 // order the store made them, also on the first call after the store's connection closed (it opens
 // again on that call), after NOSCRIPT, and on a node-redis pool. Real Redis and Redis Cluster.
-import { createServer, Socket } from 'node:net';
-import type { Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { createClientPool } from 'redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,6 +12,7 @@ import { TokenBucket } from '../src/token-bucket.js';
 import { CLIENT_FAMILIES, familyClient, openClient, sharedTarget } from './support/client-families.js';
 import type { OpenedClient } from './support/client-families.js';
 import { uniquePrefix } from './support/clients.js';
+import { requestHoldingProxy } from './support/holding-proxy.js';
 import type { RedisServerProcess } from './support/redis-server.js';
 import { startRedisServer } from './support/redis-server.js';
 
@@ -148,43 +147,6 @@ describe.each(CLIENT_FAMILIES)('%s: a burst from quiet when Redis has lua/acquir
     await store.close();
   });
 });
-
-/** A TCP proxy that holds back every command naming `marker` (until `release`), on whichever connection sends it. */
-async function requestHoldingProxy(target: { host: string; port: number }, marker: string) {
-  let holding = false;
-  const held: (() => void)[] = [];
-  const server: Server = createServer((client) => {
-    const upstream = new Socket();
-    upstream.connect(target.port, target.host);
-    client.on('data', (chunk: Buffer) => {
-      if (holding && chunk.includes(marker)) held.push(() => upstream.write(chunk));
-      else upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
-    const cut = (): void => {
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const socket of [client, upstream]) {
-      socket.on('error', cut);
-      socket.on('close', cut);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    hold: () => (holding = true),
-    held: async () => {
-      while (held.length === 0) await new Promise((resolve) => setImmediate(resolve));
-    },
-    release: () => {
-      holding = false;
-      for (const send of held.splice(0)) send();
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 // A node-redis pool: the first acquire of a burst (alone, lua/acquire.lua) held back on its connection while
 // the shared call of the rest runs on another, and a reset sent while both are out: the reset waits for
