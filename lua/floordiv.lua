@@ -2,6 +2,23 @@
 -- (`--#include floordiv.lua`, expanded by src/stores/lua-script.ts): only
 -- huge buckets use it, so the common path never builds the closure.
 -- Expects EXACT (2^53) in scope.
+local B, BB = 16777216, 281474976710656
+-- Whole 0 <= x < 2^53 as three 24-bit limbs, low first.
+local function limbs(x)
+  local x2 = math.floor(x / BB)
+  local x1 = math.floor((x - x2 * BB) / B)
+  return x - x2 * BB - x1 * B, x1, x2
+end
+-- The rounding error of p = x * y, for whole x, y below 2^53: x * y = p + error exactly (Dekker).
+local function productError(x, y, p)
+  local t = 134217729 * x
+  local xh = t - (t - x)
+  local xl = x - xh
+  t = 134217729 * y
+  local yh = t - (t - y)
+  local yl = y - yh
+  return ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+end
 -- floor((a * b + c) / d), exactly, for whole 0 <= a < 2^52, 0 <= c < b < 2^52,
 -- 1 <= d < 2^50 and a result below 2^53:
 -- a * b = p + e and p + c = s + f exactly (Dekker's product, Fast2Sum), and
@@ -13,16 +30,9 @@ floordiv = function(a, b, c, d)
     -- Beyond those: long division over the bits of a * b + c, kept as 24-bit
     -- limbs (every product below 2^48); the remainder stays below d, and
     -- 2 * rem + bit is compared with d as rem >= d - rem - bit. Every step exact.
-    local B, BB = 16777216, 281474976710656
-    local a2 = math.floor(a / BB)
-    local a1 = math.floor((a - a2 * BB) / B)
-    local a0 = a - a2 * BB - a1 * B
-    local b2 = math.floor(b / BB)
-    local b1 = math.floor((b - b2 * BB) / B)
-    local b0 = b - b2 * BB - b1 * B
-    local c2 = math.floor(c / BB)
-    local c1 = math.floor((c - c2 * BB) / B)
-    local c0 = c - c2 * BB - c1 * B
+    local a0, a1, a2 = limbs(a)
+    local b0, b1, b2 = limbs(b)
+    local c0, c1, c2 = limbs(c)
     local l = {a0 * b0 + c0, a0 * b1 + a1 * b0 + c1, a0 * b2 + a1 * b1 + a2 * b0 + c2, a1 * b2 + a2 * b1, a2 * b2, 0}
     for i = 1, 5 do
       local carry = math.floor(l[i] / B)
@@ -43,24 +53,12 @@ floordiv = function(a, b, c, d)
     end
     return quo
   end
-  local t = 134217729 * a
-  local ah = t - (t - a)
-  local al = a - ah
-  t = 134217729 * b
-  local bh = t - (t - b)
-  local bl = b - bh
-  local e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+  local e = productError(a, b, p)
   local sum = p + c
   local f = c - (sum - p)
   local q = math.floor(sum / d)
   local qp = q * d
-  t = 134217729 * q
-  local qh = t - (t - q)
-  local ql = q - qh
-  t = 134217729 * d
-  local dh = t - (t - d)
-  local dl = d - dh
-  local qe = ((qh * dh - qp) + qh * dl + ql * dh) + ql * dl
+  local qe = productError(q, d, qp)
   local R = ((sum - qp) - qe) + (f + e)
   return q + math.floor(R / d)
 end
