@@ -97,7 +97,10 @@ export class OwnConnection {
     const waiting = this.#waiting;
     if (waiting === undefined) {
       const own = this.#own!;
-      return own.status === 'ready' ? write(own) : this.#untilClosed(write(own));
+      if (own.status === 'ready') return write(own);
+      // as the client's would, with its offline queue off (the store's Cluster keeps its own on: see `open`)
+      if (this.client.options.enableOfflineQueue === false) return Promise.reject(new Error('Connection is closed.'));
+      return this.#untilClosed(write(own));
     }
     return new Promise<T>((resolve, reject) => {
       waiting.push((own, error) => (error === undefined ? write(own).then(resolve, reject) : reject(error instanceof Error ? error : new Error(String(error)))));
@@ -126,7 +129,7 @@ export class OwnConnection {
       if (this.#own === own) this.#own = undefined;
     });
     // With the offline queue off (as the README advises), a command before the first 'ready' would fail.
-    if (own.options.enableOfflineQueue !== false) return;
+    if (this.client.options.enableOfflineQueue !== false) return;
     const waiting: Waiting[] = [];
     this.#waiting = waiting;
     const release = (error?: unknown): void => {
@@ -160,6 +163,11 @@ function open(client: Redis | Cluster): Redis | Cluster {
   if (isCluster(client)) {
     const options = {
       retryDelayOnFailover: 0,
+      // ioredis's Cluster is ready before its node connections are open (each opens on its first
+      // command), and with its offline queue off it fails a command bound for a node whose connection
+      // is still opening. Node connections keep an offline queue of their own (ioredis turns it on),
+      // which NEVER_RESEND fails when they close; `use` fails a call while the Cluster itself is down.
+      enableOfflineQueue: true,
       redisOptions: { ...client.options.redisOptions, ...OWN_OPTIONS },
     } as Parameters<Cluster['duplicate']>[1];
     return client.duplicate([], options);
