@@ -8,6 +8,7 @@ import { TokenBucket } from '../src/token-bucket.js';
 import { CLIENT_FAMILIES, familyClient } from './support/client-families.js';
 import type { ClientFamily } from './support/client-families.js';
 import { clusterClient, redisClient, uniquePrefix } from './support/clients.js';
+import { redisNow } from './support/redis-clock.js';
 
 interface Subject {
   store: RedisStore | MemoryStore;
@@ -298,6 +299,40 @@ describe.each(subjects.slice(1))('%s in Redis', (_name, makeSubject) => {
 
   it('rejects a prefix with braces', () => {
     expect(() => new RedisStore(store.client, { prefix: 'a{b}' })).toThrow(RangeError);
+  });
+});
+
+/** A stored bucket state: the µs at which it is full again, `at` + `num`/`den`. */
+function fullAt(value: string | null): { at: number; num: number; den: number } {
+  const match = /^(\d+)(?:\+(\d+)\/(\d+))?$/.exec(value ?? '');
+  if (!match) throw new Error(`not a bucket state: ${String(value)}`);
+  return { at: Number(match[1]), num: Number(match[2] ?? 0), den: Number(match[3] ?? 1) };
+}
+
+describe.each(subjects.filter(([name]) => name.startsWith('RedisStore')))('%s: what it stores', (_name, makeSubject) => {
+  const subject = makeSubject();
+  const store = subject.store as RedisStore;
+  const redis = subject.redis!;
+
+  it('writes the exact time the bucket is full again, to the third of a µs, whether its key was there or not', async () => {
+    // 3 tokens a second: each token is 333,333 1/3 µs of refill
+    const bucket = new TokenBucket('thirds', 10, Rate.perSecond(3));
+    const key = store.keyFor(bucket, 'k');
+    const before = (await redisNow(redis)) * 1000;
+    // no key: a full bucket
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 9 });
+    const after = (await redisNow(redis)) * 1000;
+    const first = fullAt(await redis.get(key));
+    expect([first.num, first.den]).toEqual([1, 3]);
+    expect(first.at).toBeGreaterThanOrEqual(Math.floor(before) + 333_333);
+    expect(first.at).toBeLessThanOrEqual(Math.ceil(after) + 333_333);
+    // the key is there: each take pushes the full-at time back by exactly its refill
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 8 });
+    expect(fullAt(await redis.get(key))).toEqual({ at: first.at + 333_333, num: 2, den: 3 });
+    expect(await store.acquire(bucket, 'k')).toEqual({ allowed: true, remaining: 7 });
+    expect(fullAt(await redis.get(key))).toEqual({ at: first.at + 666_667, num: 0, den: 1 });
+    // and the key expires in the millisecond the bucket is full again
+    expect(Number(await redis.call('PEXPIRETIME', key))).toBe(Math.floor((first.at + 666_667) / 1000));
   });
 });
 
