@@ -356,3 +356,62 @@ describe.each(['ioredis', 'iovalkey'] as const)('%s Cluster with the offline que
     expect((await Promise.allSettled(later)).every((r) => r.status === 'rejected')).toBe(true);
   }, 60_000);
 });
+
+// ioredis retries a CLUSTERDOWN (or TRYAGAIN) reply later by itself. A call in that retry when the last
+// nodes die finds no node: the store's Cluster, whose offline queue is on so that calls wait for a node
+// connection that is opening, would park it there for the outage and run it once Redis was back.
+describe.each(['ioredis', 'iovalkey'] as const)('%s Cluster with the offline queue off: calls in the CLUSTERDOWN retry when every node dies', (family) => {
+  let cluster: RedisClusterProcess;
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3, nodeTimeoutMs: 500 });
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('fail at once, and none is run once Redis is back', async () => {
+    const options = {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (times: number) => Math.min(times * 50, 200),
+      retryDelayOnClusterDown: 50,
+      redisOptions: { connectTimeout: 500, maxRetriesPerRequest: 0 },
+    };
+    const client = family === 'iovalkey' ? (new ValkeyCluster(cluster.nodes, options) as unknown as Cluster) : new Cluster(cluster.nodes, options);
+    client.on('error', () => undefined);
+    cleanups.push(() => client.disconnect());
+    await new Promise((resolve) => client.once('ready', resolve));
+    const store = new RedisStore(client, { prefix: uniquePrefix(`cluster-down-retry-${family}`) });
+    cleanups.push(() => store.close());
+    const bucket = hourly('a', 5);
+    const keys = Array.from({ length: 60 }, (_, i) => `k${i}`);
+    for (const key of keys) expect(await store.acquire(bucket, key, 1)).toEqual({ allowed: true, remaining: 4 });
+
+    // a master dies; once the others have marked it failed they answer CLUSTERDOWN, which ioredis retries
+    await cluster.servers[0]!.kill();
+    const clusterState = async (port: number): Promise<string> => {
+      const node = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 });
+      node.on('error', () => undefined);
+      try {
+        return /cluster_state:(\w+)/.exec(String(await node.call('CLUSTER', 'INFO')))?.[1] ?? '';
+      } finally {
+        node.disconnect();
+      }
+    };
+    while ((await clusterState(cluster.nodes[1]!.port)) !== 'fail' || (await clusterState(cluster.nodes[2]!.port)) !== 'fail') {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const calls = keys.map((key) => store.acquire(bucket, key, 1));
+    const settled = Promise.allSettled(calls);
+    // the calls are in ioredis's retry (CLUSTERDOWN from the masters left) when those die too
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    await Promise.all([cluster.servers[1]!.kill(), cluster.servers[2]!.kill()]);
+    expect(await settledWithin(settled, 5_000)).not.toMatch(/^still pending/); // a hang guard
+    expect((await settled).map((r) => r.status)).toEqual(Array(keys.length).fill('rejected'));
+
+    // Redis back, empty: a call parked for the outage would now run ahead of these, leaving 3
+    await Promise.all(cluster.servers.map((server) => server.restart()));
+    await cluster.waitUntilHealthy();
+    const after = await Promise.all(keys.map((key) => store.acquire(bucket, key, 1).catch((error: unknown) => String(error))));
+    expect(after).toEqual(Array(keys.length).fill({ allowed: true, remaining: 4 }));
+  }, 60_000);
+});

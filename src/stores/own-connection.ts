@@ -168,6 +168,11 @@ function open(client: Redis | Cluster): Redis | Cluster {
       // is still opening. Node connections keep an offline queue of their own (ioredis turns it on),
       // which NEVER_RESEND fails when they close; `use` fails a call while the Cluster itself is down.
       enableOfflineQueue: true,
+      // With the client's offline queue off, the Cluster's own queue holds no call for an outage:
+      // ioredis retries a CLUSTERDOWN or TRYAGAIN reply later by itself, and a retry that finds no node
+      // would wait there until Redis came back. So this Cluster never reconnects: when its last node
+      // connection closes it ends, failing what its queue holds, and the next call opens another.
+      ...(client.options.enableOfflineQueue === false ? { clusterRetryStrategy: () => null } : {}),
       redisOptions: { ...client.options.redisOptions, ...OWN_OPTIONS },
     } as Parameters<Cluster['duplicate']>[1];
     return client.duplicate([], options);
