@@ -60,11 +60,20 @@ export interface Claim {
  * by another process voids the chain through its mark. Pairs live in two
  * generations of `limit / 2`: when the young one fills, the old one is
  * forgotten, so memory stays bounded; a forgotten take is not given back.
+ *
+ * A take is noted in its reply's turn and entered in the chains after that
+ * turn (`setImmediate`), in the order noted: so the bookkeeping runs while
+ * the caller's next call is on its way to Redis, not between a reply and
+ * that call. Anything that reads the chains (`claim`, `forget`, `size`)
+ * enters what is noted first, so it sees every take noted before it.
  */
 export class ReceiptBook {
   readonly #limit: number;
   #young = new Map<string, Chain>();
   #old = new Map<string, Chain>();
+  /** Takes noted and not yet entered, in the order noted. */
+  #noted: Noted[] = [];
+  readonly #enterNoted = (): void => this.#enter();
 
   constructor(limit: number) {
     this.#limit = limit;
@@ -72,6 +81,7 @@ export class ReceiptBook {
 
   /** Pairs remembered. */
   get size(): number {
+    this.#enter();
     return this.#young.size + this.#old.size;
   }
 
@@ -81,6 +91,21 @@ export class ReceiptBook {
    */
   record(id: string, terms: BucketTerms, cost: number, now: number, fromFull: boolean): void {
     if (this.#limit === 0 || cost <= 0) return;
+    const count = this.#noted.push({ id, terms, cost, now, fromFull });
+    // entered after this turn; a turn that notes very many (a loop that never yields) enters them at once
+    if (count === 1) setImmediate(this.#enterNoted);
+    else if (count >= MAX_NOTED) this.#enter();
+  }
+
+  /** Enters the noted takes in the chains, in the order noted. */
+  #enter(): void {
+    const noted = this.#noted;
+    if (noted.length === 0) return;
+    this.#noted = [];
+    for (const { id, terms, cost, now, fromFull } of noted) this.#take(id, terms, cost, now, fromFull);
+  }
+
+  #take(id: string, terms: BucketTerms, cost: number, now: number, fromFull: boolean): void {
     const [q, r] = refillTime(cost, terms);
     const chain = this.#young.get(id) ?? this.#old.get(id);
     if (chain === undefined || chain.tokens !== terms.tokens || chain.period !== terms.period || (fromFull && now >= chain.latest)) {
@@ -125,6 +150,7 @@ export class ReceiptBook {
 
   /** Draws a refund of `tokens` from `id`'s chain; undefined when nothing is owed at the bucket's rate. */
   claim(id: string, terms: BucketTerms, tokens: number): Claim | undefined {
+    this.#enter();
     const chain = this.#young.get(id) ?? this.#old.get(id);
     if (chain === undefined || tokens <= 0 || chain.tokens !== terms.tokens || chain.period !== terms.period) return undefined;
     const T = chain.tokens;
@@ -143,10 +169,12 @@ export class ReceiptBook {
 
   /** Forgets `id`'s takes: after a reset, nothing taken before it is owed. */
   forget(id: string): void {
+    this.#enter();
     if (!this.#young.delete(id)) this.#old.delete(id);
   }
 
   clear(): void {
+    this.#noted = [];
     this.#young.clear();
     this.#old.clear();
   }
@@ -161,6 +189,18 @@ export class ReceiptBook {
     this.#young.set(id, chain);
   }
 }
+
+/** A take noted and not yet entered in the chains. */
+interface Noted {
+  id: string;
+  terms: BucketTerms;
+  cost: number;
+  now: number;
+  fromFull: boolean;
+}
+
+/** Takes noted in one turn beyond which they are entered at once. */
+const MAX_NOTED = 1024;
 
 /** `at` + `num`/T µs plus `q` + `r`/T µs (`num`, `r` < T); num + r can pass 2^53 when T does 2^52: carried without forming it. */
 function plus(at: number, num: number, q: number, r: number, T: number): [number, number] {
