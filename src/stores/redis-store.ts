@@ -651,15 +651,13 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return call;
   }
 
-  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
-    try {
-      return await script.run(this.redis, keys, args, resent);
-    } catch (error) {
+  private send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
+    return script.run(this.redis, keys, args, resent).catch((error: unknown) => {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
       }
       throw error;
-    }
+    });
   }
 }
 
