@@ -129,12 +129,14 @@ function ioredisLike(client: IoredisLikeClient): ScriptClient {
     cluster: client.isCluster === true,
     ordered: true,
     sharedKeys: SHARED_KEYS_WRITTEN_AT_ONCE,
-    runScript(script, keys, args, resending) {
-      return connection.use((own) => own.evalsha(script.sha, keys.length, ...keys, ...args)).catch((error: unknown) => {
+    async runScript(script, keys, args, resending) {
+      try {
+        return await connection.use((own) => own.evalsha(script.sha, keys.length, ...keys, ...args));
+      } catch (error) {
         if (!isNoScript(error)) throw error;
         resending?.();
-        return connection.use((own) => own.eval(script.source, keys.length, ...keys, ...args));
-      });
+        return await connection.use((own) => own.eval(script.source, keys.length, ...keys, ...args));
+      }
     },
     close: () => connection.close(),
   };

@@ -651,13 +651,15 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return call;
   }
 
-  private send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
-    return script.run(this.redis, keys, args, resent).catch((error: unknown) => {
+  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
+    try {
+      return await script.run(this.redis, keys, args, resent);
+    } catch (error) {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
       }
       throw error;
-    });
+    }
   }
 }
 
