@@ -61,22 +61,32 @@ export interface Claim {
  * generations of `limit / 2`: when the young one fills, the old one is
  * forgotten, so memory stays bounded; a forgotten take is not given back.
  *
- * A take is noted in its reply's turn and entered in the chains after that
- * turn (`setImmediate`), in the order noted: so the bookkeeping runs while
- * the caller's next call is on its way to Redis, not between a reply and
- * that call. Anything that reads the chains (`claim`, `forget`, `size`)
- * enters what is noted first, so it sees every take noted before it.
+ * With `afterTurn` (a store whose takes are answered over a network), a
+ * take is noted in its reply's turn and entered in the chains after that
+ * turn (one `setImmediate` at a time), in the order noted: so the
+ * bookkeeping runs while the caller's next call is on its way to Redis, not
+ * between a reply and that call. Anything that reads the chains (`claim`,
+ * `forget`, `size`) enters what is noted first, so it sees every take noted
+ * before it. Without it (the memory store, which has no wait to fill), a
+ * take is entered at once and the book uses no timer.
  */
 export class ReceiptBook {
   readonly #limit: number;
+  readonly #afterTurn: boolean;
   #young = new Map<string, Chain>();
   #old = new Map<string, Chain>();
   /** Takes noted and not yet entered, in the order noted. */
   #noted: Noted[] = [];
-  readonly #enterNoted = (): void => this.#enter();
+  /** Whether an immediate that enters the noted takes is pending. */
+  #entering = false;
+  readonly #enterNoted = (): void => {
+    this.#entering = false;
+    this.#enter();
+  };
 
-  constructor(limit: number) {
+  constructor(limit: number, options: { afterTurn?: boolean } = {}) {
     this.#limit = limit;
+    this.#afterTurn = options.afterTurn === true;
   }
 
   /** Pairs remembered. */
@@ -91,10 +101,16 @@ export class ReceiptBook {
    */
   record(id: string, terms: BucketTerms, cost: number, now: number, fromFull: boolean): void {
     if (this.#limit === 0 || cost <= 0) return;
-    const count = this.#noted.push({ id, terms, cost, now, fromFull });
-    // entered after this turn; a turn that notes very many (a loop that never yields) enters them at once
-    if (count === 1) setImmediate(this.#enterNoted);
-    else if (count >= MAX_NOTED) this.#enter();
+    if (!this.#afterTurn) {
+      this.#take(id, terms, cost, now, fromFull);
+      return;
+    }
+    // entered after this turn; a turn that notes very many enters them at once
+    if (this.#noted.push({ id, terms, cost, now, fromFull }) >= MAX_NOTED) this.#enter();
+    else if (!this.#entering) {
+      this.#entering = true;
+      setImmediate(this.#enterNoted);
+    }
   }
 
   /** Enters the noted takes in the chains, in the order noted. */

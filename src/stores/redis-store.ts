@@ -138,7 +138,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     this.acquireEachLua = acquireEachScript;
     this.refundLua = refundScript;
     this.resetLua = resetScript;
-    this.receipts = new ReceiptBook(maxReceipts);
+    this.receipts = new ReceiptBook(maxReceipts, { afterTurn: true });
     // It opens a connection, which nothing before it may leave behind by throwing.
     this.redis = scriptClient(client);
     this.coalescer = new Coalescer(
