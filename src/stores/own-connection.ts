@@ -64,8 +64,16 @@ export class OwnConnection {
       const set = new Set<WeakRef<OwnConnection>>();
       owners = set;
       ownersOf.set(this.client, set);
-      this.client.on('end', () => {
+      const closeAll = (): void => {
         for (const ref of set) ref.deref()?.close();
+      };
+      const client = this.client;
+      client.on('end', closeAll);
+      // A client disconnected while it waits to reconnect emits no 'end': once the wait it announced is
+      // over, it has not reconnected. A timer that keeps no process alive.
+      client.on('reconnecting', (delay: unknown) => {
+        const check = setTimeout(() => disconnected(client) && closeAll(), (typeof delay === 'number' ? delay : 0) + 1);
+        check.unref();
       });
     }
     for (const ref of owners) if (ref.deref() === undefined) owners.delete(ref);
@@ -78,7 +86,7 @@ export class OwnConnection {
    * the handshake. A client that has ended opens it on first use, if ever.
    */
   open(): void {
-    if (this.#own === undefined && this.client.status !== 'end') this.#openNow();
+    if (this.#own === undefined && !disconnected(this.client)) this.#openNow();
   }
 
   /**
@@ -91,7 +99,7 @@ export class OwnConnection {
    */
   use<T>(write: (own: Redis | Cluster) => Promise<T>): Promise<T> {
     if (this.#own === undefined) {
-      if (this.client.status === 'end') return Promise.reject(new Error('Connection is closed.'));
+      if (disconnected(this.client)) return Promise.reject(new Error('Connection is closed.'));
       this.#openNow();
     }
     const waiting = this.#waiting;
@@ -178,6 +186,17 @@ function open(client: Redis | Cluster): Redis | Cluster {
     return client.duplicate([], options);
   }
   return client.duplicate(OWN_OPTIONS);
+}
+
+/**
+ * Whether the client has been closed for good: ended, or disconnected (`quit`,
+ * `disconnect`) while it waited to reconnect, where ioredis leaves it waiting
+ * for ever and emits nothing.
+ */
+function disconnected(client: Redis | Cluster): boolean {
+  if (client.status === 'end') return true;
+  const closing = (client as unknown as { manuallyClosing?: unknown }).manuallyClosing === true;
+  return closing && client.status === 'reconnecting';
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {
