@@ -1,6 +1,7 @@
 // A service shutting down during a Redis outage disconnects its client while the client waits to
 // reconnect. ioredis then emits no 'end', and the store's own connection, which closes with the client,
-// went on reconnecting: the process never exited. It must exit as it would without the store.
+// went on reconnecting: the process never exited. It must exit as it would without the store (each
+// scenario's process does, without one).
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +10,7 @@ import { describe, expect, inject, it } from 'vitest';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CHILD = join(ROOT, 'test', 'support', 'disconnect-child.ts');
 
-/** Runs the child; resolves with its output once it exits, or says it did not within `ms` of its first line. */
+/** Runs the child; resolves with its output once it exits, or says it did not within `ms` of shutting down. */
 function runChild(args: readonly string[], ms: number): Promise<{ exited: boolean; output: string[] }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -18,10 +19,10 @@ function runChild(args: readonly string[], ms: number): Promise<{ exited: boolea
     child.stderr.on('data', (text: Buffer) => (stderr += text.toString()));
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (text: string) => output.push(...text.split('\n').filter((line) => line !== '')));
-    // a hang guard, started once the child has connected
+    // a hang guard, started once the child has shut down
     let timer: NodeJS.Timeout | undefined;
     const guard = setInterval(() => {
-      if (output.length === 0 || timer) return;
+      if (!output.includes('disconnected') || timer) return;
       timer = setTimeout(() => {
         child.kill('SIGKILL');
         resolve({ exited: false, output });
@@ -36,10 +37,25 @@ function runChild(args: readonly string[], ms: number): Promise<{ exited: boolea
   });
 }
 
-describe.each(['ioredis', 'iovalkey'] as const)('%s: a process whose client is disconnected while Redis is down', (family) => {
-  it('exits', async () => {
-    const { exited, output } = await runChild([family, inject('redisUrl'), `${family}-${Date.now()}`], 8_000);
+describe.each(['ioredis', 'iovalkey'] as const)('%s: a process whose client is disconnected while it waits to reconnect', (family) => {
+  const key = (): string => `${family}-${Date.now()}`;
+
+  it('exits, its store in use when Redis went away', async () => {
+    const { exited, output } = await runChild([family, 'redis', inject('redisUrl'), key()], 8_000);
     expect(output).toEqual([JSON.stringify({ allowed: true, remaining: 4 }), 'disconnected']);
+    expect(exited).toBe(true);
+  }, 30_000);
+
+  it('exits, its store made while the client waited to reconnect', async () => {
+    const { exited, output } = await runChild([family, 'late', inject('redisUrl'), key()], 8_000);
+    expect(output).toContain('disconnected');
+    expect(exited).toBe(true);
+  }, 30_000);
+
+  it('exits on a Cluster, and a call made after the shutdown fails', async () => {
+    const { exited, output } = await runChild([family, 'cluster', JSON.stringify(inject('redisClusterNodes')), key()], 8_000);
+    expect(output.slice(0, 2)).toEqual([JSON.stringify({ allowed: true, remaining: 4 }), 'disconnected']);
+    expect(output[2]).toMatch(/^a later call failed/);
     expect(exited).toBe(true);
   }, 30_000);
 });

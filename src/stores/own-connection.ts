@@ -59,22 +59,25 @@ export class OwnConnection {
   #watch(): void {
     if (this.#watching) return;
     this.#watching = true;
-    let owners = ownersOf.get(this.client);
+    let owners = ownersOf.get(this.client)?.set;
     if (owners === undefined) {
       const set = new Set<WeakRef<OwnConnection>>();
-      owners = set;
-      ownersOf.set(this.client, set);
+      const client = this.client;
       const closeAll = (): void => {
         for (const ref of set) ref.deref()?.close();
       };
-      const client = this.client;
+      ownersOf.set(client, { set, closeIfDisconnected: () => disconnected(client) && closeAll() });
       client.on('end', closeAll);
-      // A client disconnected while it waits to reconnect emits no 'end': once the wait it announced is
-      // over, it has not reconnected. A timer that keeps no process alive.
+      // A client disconnected while it waits to reconnect emits no 'end' (see `disconnected`). So the store's
+      // connections close when, after a client's 'disconnecting' (a Cluster), once the reconnect wait a
+      // client announced is over (a timer that keeps no process alive), or when one of them is about to
+      // reconnect (`#openNow`), the client turns out to have been disconnected.
+      client.on('disconnecting', () => ownersOf.get(client)?.closeIfDisconnected());
       client.on('reconnecting', (delay: unknown) => {
-        const check = setTimeout(() => disconnected(client) && closeAll(), (typeof delay === 'number' ? delay : 0) + 1);
+        const check = setTimeout(() => ownersOf.get(client)?.closeIfDisconnected(), (typeof delay === 'number' ? delay : 0) + 1);
         check.unref();
       });
+      owners = set;
     }
     for (const ref of owners) if (ref.deref() === undefined) owners.delete(ref);
     owners.add(new WeakRef(this));
@@ -136,6 +139,8 @@ export class OwnConnection {
     own.once('end', () => {
       if (this.#own === own) this.#own = undefined;
     });
+    // a store made while its client waits to reconnect saw no 'reconnecting' of it
+    own.on('reconnecting', () => ownersOf.get(this.client)?.closeIfDisconnected());
     // With the offline queue off (as the README advises), a command before the first 'ready' would fail.
     if (this.client.options.enableOfflineQueue !== false) return;
     const waiting: Waiting[] = [];
@@ -165,7 +170,8 @@ export class OwnConnection {
 /** A write waiting for the connection to be ready: run with it, or failed with the error it closed with. */
 type Waiting = (own: Redis | Cluster, error?: unknown) => void;
 
-const ownersOf = new WeakMap<object, Set<WeakRef<OwnConnection>>>();
+/** Per client: the store connections that close with it (held weakly), and what closes them once it has been disconnected. */
+const ownersOf = new WeakMap<object, { set: Set<WeakRef<OwnConnection>>; closeIfDisconnected: () => void }>();
 
 function open(client: Redis | Cluster): Redis | Cluster {
   if (isCluster(client)) {
@@ -196,7 +202,8 @@ function open(client: Redis | Cluster): Redis | Cluster {
 function disconnected(client: Redis | Cluster): boolean {
   if (client.status === 'end') return true;
   const closing = (client as unknown as { manuallyClosing?: unknown }).manuallyClosing === true;
-  return closing && client.status === 'reconnecting';
+  // a Redis stays 'reconnecting'; a Cluster, whose pool is already empty, 'disconnecting'
+  return closing && (client.status === 'reconnecting' || client.status === 'disconnecting');
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {
