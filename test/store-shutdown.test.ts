@@ -5,7 +5,12 @@
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
+import { Cluster, Redis } from 'ioredis';
 import { describe, expect, inject, it } from 'vitest';
+import { Rate } from '../src/rate.js';
+import { RedisStore } from '../src/stores/redis-store.js';
+import { TokenBucket } from '../src/token-bucket.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CHILD = join(ROOT, 'test', 'support', 'disconnect-child.ts');
@@ -58,4 +63,39 @@ describe.each(['ioredis', 'iovalkey'] as const)('%s: a process whose client is d
     expect(output[2]).toMatch(/^a later call failed/);
     expect(exited).toBe(true);
   }, 30_000);
+});
+
+// A graceful quit() lets the calls in flight finish, the store's as the client's own.
+describe.each(['ioredis', 'iovalkey'] as const)('%s: quit() with store calls in flight', (family) => {
+  const bucket = new TokenBucket('quit', 10_000, Rate.perHour(1));
+  const answered = (call: Promise<unknown>): Promise<string> => call.then(() => 'ok', (error: Error) => `failed: ${error.message}`);
+
+  it.each(['Redis', 'Cluster'] as const)('on a %s, every call in flight is answered and taken once', async (kind) => {
+    const nodes = inject('redisClusterNodes')!;
+    const connect = (): Redis | Cluster => {
+      const c =
+        kind === 'Redis'
+          ? family === 'iovalkey'
+            ? (new ValkeyRedis(inject('redisUrl')) as unknown as Redis)
+            : new Redis(inject('redisUrl'))
+          : family === 'iovalkey'
+            ? (new ValkeyCluster(nodes) as unknown as Cluster)
+            : new Cluster(nodes);
+      c.on('error', () => undefined);
+      return c;
+    };
+    const client = connect();
+    const store = new RedisStore(client);
+    const key = `quit-${family}-${kind}-${Date.now()}`;
+    await store.acquire(bucket, key); // the connections are open
+    const own = Array.from({ length: 50 }, () => answered(client.get(store.keyFor(bucket, key))));
+    const calls = Array.from({ length: 50 }, () => answered(store.acquire(bucket, key)));
+    await client.quit();
+    expect(await Promise.all(own)).toEqual(Array(50).fill('ok'));
+    expect(await Promise.all(calls)).toEqual(Array(50).fill('ok'));
+    const probe = connect();
+    const probeStore = new RedisStore(probe);
+    expect(await probeStore.acquire(bucket, key, 0)).toEqual({ allowed: true, remaining: 10_000 - 51 });
+    await probe.quit();
+  });
 });

@@ -202,8 +202,10 @@ function open(client: Redis | Cluster): Redis | Cluster {
 function disconnected(client: Redis | Cluster): boolean {
   if (client.status === 'end') return true;
   const closing = (client as unknown as { manuallyClosing?: unknown }).manuallyClosing === true;
-  // a Redis stays 'reconnecting'; a Cluster, whose pool is already empty, 'disconnecting'
-  return closing && (client.status === 'reconnecting' || client.status === 'disconnecting');
+  if (!closing) return false;
+  // A Redis stays 'reconnecting'. A Cluster stays 'disconnecting' when it had no node connection left to
+  // close; one that has (a quit() while ready, letting its calls finish) ends by itself.
+  return client.status === 'reconnecting' || (client.status === 'disconnecting' && isCluster(client) && client.nodes('all').length === 0);
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {
