@@ -3,8 +3,6 @@
 // real Redis and a real Redis Cluster.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
-import type { Server } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
 import { createClientPool } from 'redis';
@@ -21,7 +19,7 @@ import { startRedisServer } from './support/redis-server.js';
 import type { RedisServerProcess } from './support/redis-server.js';
 import { uniquePrefix } from './support/clients.js';
 import { clusterThroughProxies } from './support/fault-proxy.js';
-import { requestHoldingProxy } from './support/holding-proxy.js';
+import { replyHoldingProxy, requestHoldingProxy } from './support/holding-proxy.js';
 import type { FaultProxy } from './support/fault-proxy.js';
 import { SERVERS, startHttpServer, tokensLeft } from './support/http-servers.js';
 import { tokenBucketDirectiveTypeDefs } from '../src/index.js';
@@ -259,63 +257,6 @@ type Query {
     }
   });
 });
-
-/**
- * A TCP proxy that holds back the replies on the connection that sends a
- * command naming `marker` (until `release`): Redis has run that command, and
- * the pool reads the reply of a command sent after it, on another of its
- * connections, first, as it may on any network.
- */
-async function replyHoldingProxy(target: { host: string; port: number }, marker: string) {
-  let armed = false;
-  let heldCount = 0;
-  const releases: (() => void)[] = [];
-  const server: Server = createServer((client) => {
-    const upstream = new Socket();
-    upstream.connect(target.port, target.host);
-    let holding = false;
-    const held: Buffer[] = [];
-    client.on('data', (chunk: Buffer) => {
-      if (armed && chunk.includes(marker)) {
-        armed = false;
-        holding = true;
-        releases.push(() => {
-          holding = false;
-          for (const c of held.splice(0)) client.write(c);
-        });
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      if (holding) {
-        held.push(chunk);
-        heldCount += 1;
-      } else client.write(chunk);
-    });
-    const cut = (): void => {
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const socket of [client, upstream]) {
-      socket.on('error', cut);
-      socket.on('close', cut);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    arm: () => (armed = true),
-    /** Resolves once a reply is held back: Redis has run the command. */
-    held: async () => {
-      while (heldCount === 0) await new Promise((resolve) => setImmediate(resolve));
-    },
-    release: () => {
-      for (const release of releases.splice(0)) release();
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('a node-redis pool, whose replies may come back in another order than Redis ran their calls', () => {
   const shared = new URL(inject('redisUrl'));
