@@ -66,15 +66,16 @@ export class OwnConnection {
       const closeAll = (): void => {
         for (const ref of set) ref.deref()?.close();
       };
-      ownersOf.set(client, { set, closeIfDisconnected: () => disconnected(client) && closeAll() });
+      const closeIfDisconnected = (): void => void (disconnected(client) && closeAll());
+      ownersOf.set(client, { set, closeIfDisconnected });
       client.on('end', closeAll);
       // A client disconnected while it waits to reconnect emits no 'end' (see `disconnected`). So the store's
       // connections close when, after a client's 'disconnecting' (a Cluster), once the reconnect wait a
       // client announced is over (a timer that keeps no process alive), or when one of them is about to
       // reconnect (`#openNow`), the client turns out to have been disconnected.
-      client.on('disconnecting', () => ownersOf.get(client)?.closeIfDisconnected());
+      client.on('disconnecting', closeIfDisconnected);
       client.on('reconnecting', (delay: unknown) => {
-        const check = setTimeout(() => ownersOf.get(client)?.closeIfDisconnected(), (typeof delay === 'number' ? delay : 0) + 1);
+        const check = setTimeout(closeIfDisconnected, (typeof delay === 'number' ? delay : 0) + 1);
         check.unref();
       });
       owners = set;
