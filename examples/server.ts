@@ -22,7 +22,15 @@ const metricsPort = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) 
 // Loaded only when asked for: the example runs without OpenTelemetry's SDK.
 const prometheus = metricsPort === undefined ? undefined : await (await import('./metrics.js')).servePrometheusMetrics(metricsPort);
 
-const example = await startExampleServer({ store: storeFromEnvironment(redis), port });
+// Apollo Server's log lines (the limiter's among them), each with its level, so that a note does not read as a warning.
+const logger = {
+  debug: () => {},
+  info: (message: string) => console.log(`info: ${message}`),
+  warn: (message: string) => console.warn(`warning: ${message}`),
+  error: (message: string) => console.error(`error: ${message}`),
+};
+
+const example = await startExampleServer({ store: storeFromEnvironment(redis), port, logger });
 console.log(`graphql-token-bucket example ready at ${example.url}, subscriptions at ${example.wsUrl} (store: ${redis ? 'Redis' : 'memory'})`);
 if (prometheus) console.log(`metrics for Prometheus at ${prometheus.url}`);
 

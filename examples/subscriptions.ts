@@ -1,5 +1,5 @@
-// The README's "Subscriptions over graphql-ws" example, kept compiling by
-// `npm test` (type-check). Run it with `npx tsx examples/subscriptions.ts`.
+// graphql-ws subscriptions beside Apollo Server (docs/graphql-ws.md):
+// `npx tsx examples/subscriptions.ts`. Type-checked and run by `npm test`.
 import { createServer } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApolloServer } from '@apollo/server';

@@ -1,5 +1,5 @@
-// The README's "GraphQL Yoga and envelop" example, kept compiling by `npm test`
-// (type-check). Run it with `npx tsx examples/yoga.ts`.
+// GraphQL Yoga with useTokenBucket (docs/yoga-envelop.md):
+// `npx tsx examples/yoga.ts`. Type-checked and run by `npm test`.
 import { createServer } from 'node:http';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { MemoryStore, Rate, TokenBucket, tokenBucketDirectiveTypeDefs } from '../src/index.js';
