@@ -31,13 +31,27 @@ function isolatedParent(): string {
 
 let files: string[] = [];
 
+/** The packed files under `dir`/node_modules, beside links to these packages of this checkout. */
+function installPacked(dir: string, packages: readonly string[]): void {
+  const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
+  mkdirSync(pkg, { recursive: true });
+  for (const file of files) {
+    mkdirSync(join(pkg, file, '..'), { recursive: true });
+    cpSync(join(root, file), join(pkg, file));
+  }
+  for (const name of packages) {
+    mkdirSync(join(dir, 'node_modules', name, '..'), { recursive: true });
+    symlinkSync(join(root, 'node_modules', name), join(dir, 'node_modules', name), 'dir');
+  }
+}
+
 beforeAll(async () => {
   await run('npm', ['run', 'build'], { cwd: root });
   // The build just ran; prepack would only run it again.
   const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
   const [pack] = JSON.parse(stdout) as { files: { path: string }[] }[];
   files = pack!.files.map((f) => f.path);
-}, 60_000);
+}, 600_000);
 
 /** Runs an ES module in a fresh Node process and returns what it prints. */
 async function node(cwd: string, source: string): Promise<string> {
@@ -58,6 +72,8 @@ describe('the published package', () => {
       'dist/src/envelop/index.d.ts',
       'dist/src/graphql-ws/index.js',
       'dist/src/graphql-ws/index.d.ts',
+      'dist/src/mercurius/index.js',
+      'dist/src/mercurius/index.d.ts',
       'lua/acquire.lua',
       'lua/floordiv.lua',
       'schema/token-bucket.graphql',
@@ -196,6 +212,51 @@ describe('the published package', () => {
     expect(JSON.parse(out)).toEqual(['function', 'function', false, false]);
   });
 
+  it('resolves ./mercurius through its exports', async () => {
+    const out = await node(root, `const m = await import('graphql-token-bucket/mercurius'); console.log(JSON.stringify([typeof m.mercuriusTokenBucket, m.DEFAULT_CHARGE_EACH_EVENT]));`);
+    expect(JSON.parse(out)).toEqual(['function', false]);
+  });
+
+  it('serves ./mercurius with only graphql, its own dependency, mercurius and fastify installed', async () => {
+    // A project of its own, as the test below: Mercurius and Fastify find
+    // their own dependencies beside their real paths; nothing else is in reach.
+    const dir = mkdtempSync(join(isolatedParent(), 'gtb-mercurius-'));
+    try {
+      installPacked(dir, ['graphql', '@graphql-tools/utils', 'mercurius', 'fastify']);
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
+      const out = await node(
+        dir,
+        `const absent = [];
+         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api']) {
+           try { await import(name); } catch (error) { if (error.code === 'ERR_MODULE_NOT_FOUND') absent.push(name); }
+         }
+         const { default: Fastify } = await import('fastify');
+         const { default: mercurius } = await import('mercurius');
+         const pkg = await import('graphql-token-bucket');
+         const { mercuriusTokenBucket } = await import('graphql-token-bucket/mercurius');
+         const app = Fastify();
+         await app.register(mercurius, { schema: pkg.tokenBucketDirectiveTypeDefs + ' type Query { a: Int @tokenBucket(name: "a", cost: 1) }', resolvers: { Query: { a: () => 1 } } });
+         await app.register(mercuriusTokenBucket, { store: new pkg.MemoryStore(), buckets: [new pkg.TokenBucket('a', 1, pkg.Rate.perHour(1))], identify: () => 'me' });
+         const answers = [];
+         for (let i = 0; i < 2; i++) {
+           const response = await app.inject({ method: 'POST', url: '/graphql', payload: { query: '{ a }' } });
+           answers.push([response.statusCode, response.json().errors?.[0]?.extensions?.code ?? 'ok']);
+         }
+         await app.close();
+         console.log(JSON.stringify({ absent, answers }));`,
+      );
+      expect(JSON.parse(out)).toEqual({
+        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api'],
+        answers: [
+          [200, 'ok'],
+          [429, 'RATE_LIMITED'],
+        ],
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("records metrics with the user's @opentelemetry/api, through a MeterProvider registered after the limiter was made", async () => {
     const out = await node(
       root,
@@ -229,15 +290,7 @@ describe('the published package', () => {
     // decisions below record no metrics, and fail for none.
     const dir = mkdtempSync(join(isolatedParent(), 'gtb-peers-'));
     try {
-      const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
-      mkdirSync(pkg, { recursive: true });
-      for (const file of files) {
-        mkdirSync(join(pkg, file, '..'), { recursive: true });
-        cpSync(join(root, file), join(pkg, file));
-      }
-      mkdirSync(join(dir, 'node_modules', '@graphql-tools'), { recursive: true });
-      symlinkSync(join(root, 'node_modules', 'graphql'), join(dir, 'node_modules', 'graphql'), 'dir');
-      symlinkSync(join(root, 'node_modules', '@graphql-tools', 'utils'), join(dir, 'node_modules', '@graphql-tools', 'utils'), 'dir');
+      installPacked(dir, ['graphql', '@graphql-tools/utils']);
       writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
       const out = await node(
         dir,

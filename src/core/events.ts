@@ -32,7 +32,9 @@ export function chargeEachEventOption(options: SubscriptionLimitOptions, owner: 
  * A subscription's event stream whose every event is charged before it is
  * passed on. A denied event ends the stream with the limiter's error; the
  * source stream is closed then, and whenever the consumer closes this one.
- * With `report`, each event carries `extensions.rateLimit` of its own charge.
+ * With `report`, each event carries `extensions.rateLimit` of its own charge;
+ * a function is handed that report instead, for a server that adds it to the
+ * event's result itself (the stream is then of source events, not results).
  *
  * Written as a plain iterator, not an async generator: an async generator's
  * `return()` waits for a pending `next()`, so a client leaving a quiet
@@ -42,7 +44,7 @@ export function chargeEachEvent<TContext, TResult extends ResultWithExtensions>(
   limiter: Limiter<TContext>,
   input: OperationInput<TContext>,
   events: AsyncIterable<TResult>,
-  report = limiter.settings.reportCost,
+  report: boolean | ((charged: Record<string, BucketReport>) => void) = limiter.settings.reportCost,
 ): AsyncGenerator<TResult, undefined> {
   const source = events[Symbol.asyncIterator]();
   let closed = false;
@@ -88,7 +90,11 @@ export function chargeEachEvent<TContext, TResult extends ResultWithExtensions>(
           }
           return { done: false, value: next.value };
         case 'allowed': {
-          const charged = report ? limiter.report(decision) : undefined;
+          const charged = report !== false ? limiter.report(decision) : undefined;
+          if (typeof report === 'function') {
+            if (charged !== undefined) report(charged);
+            return { done: false, value: next.value };
+          }
           return { done: false, value: charged ? withRateLimitReport(next.value, charged) : next.value };
         }
         case 'free':
