@@ -1,0 +1,150 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { describeError, internalError } from '../core/errors.js';
+import { Limiter } from '../core/limiter.js';
+import { ChargeSealer, RefundLedger } from './charge-record.js';
+import type { CoprocessorState } from './coprocessor-state.js';
+import { Documents } from './documents.js';
+import { routerSettings } from './options.js';
+import type { RouterCoprocessorOptions, RouterRequest } from './options.js';
+import { PROTOCOL_VERSION, SUPERGRAPH_REQUEST, SUPERGRAPH_RESPONSE, breakWith, errorsBody, isObject, unchanged } from './payload.js';
+import type { Answer, Payload } from './payload.js';
+import { supergraphRequest } from './request-stage.js';
+import { supergraphResponse } from './response-stage.js';
+import { Supergraphs } from './supergraphs.js';
+
+/**
+ * Apollo Router's coprocessor, as a Node request listener: each POST is a
+ * payload of the Router's coprocessor protocol (version 1), answered with
+ * HTTP 200 and the payload back. At `SupergraphRequest` the operation is
+ * priced against the supergraph the Router sends and its tokens taken in
+ * one store call; a denied one is ended there with HTTP 429, `Retry-After`
+ * and §3's error. At `SupergraphResponse` the charge sealed in the Router's
+ * context is reported and its unused part given back. Every other stage,
+ * and any payload the limiter cannot use, is answered unchanged.
+ *
+ *     http.createServer(routerCoprocessor({ store, buckets, identify })).listen(8081);
+ *
+ * A body that is not JSON is answered 400, one above `maxPayloadBytes` 413,
+ * any method but POST 405. Nothing a payload holds makes it answer 500 or
+ * throw. Throws at once when an option is wrong.
+ */
+export function routerCoprocessor(options: RouterCoprocessorOptions): RequestListener {
+  const owner = 'routerCoprocessor';
+  const { logger, contextSecret, maxPayloadBytes } = routerSettings(options, owner);
+  const limiter = new Limiter<RouterRequest>(options, owner);
+  const logged = new Set<string>();
+  const state: CoprocessorState = {
+    limiter,
+    logger,
+    supergraphs: new Supergraphs(limiter, logger),
+    documents: new Documents(),
+    sealer: new ChargeSealer(contextSecret),
+    ledger: new RefundLedger(),
+    once(problem, message, level = 'warn') {
+      if (logged.has(problem)) return;
+      logged.add(problem);
+      logger[level](`graphql-token-bucket: ${message}`);
+    },
+  };
+
+  async function answer(payload: Payload): Promise<Answer> {
+    try {
+      if (payload.version !== PROTOCOL_VERSION) {
+        if (payload.stage === SUPERGRAPH_REQUEST) {
+          state.once(`version-${String(payload.version)}`, `a SupergraphRequest payload of protocol version ${JSON.stringify(payload.version) ?? 'undefined'} passes unpriced: this coprocessor speaks version ${PROTOCOL_VERSION}`, 'error');
+        }
+        return unchanged(payload);
+      }
+      switch (payload.stage) {
+        case SUPERGRAPH_REQUEST:
+          return await supergraphRequest(state, payload);
+        case SUPERGRAPH_RESPONSE:
+          return await supergraphResponse(state, payload);
+        default:
+          return unchanged(payload);
+      }
+    } catch (error) {
+      // A fault of the limiter itself: an operation is never let through unpriced for it, a response keeps its estimate.
+      logger.error(`graphql-token-bucket: could not handle a ${String(payload.stage)} payload: ${describeError(error)}`);
+      return payload.stage === SUPERGRAPH_REQUEST ? breakWith(payload, 500, errorsBody(internalError())) : unchanged(payload);
+    }
+  }
+
+  return (request, response) => {
+    void serve(request, response, maxPayloadBytes, answer);
+  };
+}
+
+async function serve(request: IncomingMessage, response: ServerResponse, maxPayloadBytes: number, answer: (payload: Payload) => Promise<Answer>): Promise<void> {
+  // A client that goes away mid-request is no error of the coprocessor's.
+  request.on('error', () => undefined);
+  response.on('error', () => undefined);
+  if (request.method !== 'POST') {
+    send(response, 405, { error: 'POST a coprocessor payload of Apollo Router (JSON)' }, { allow: 'POST' });
+    return;
+  }
+  const body = await readBody(request, maxPayloadBytes);
+  if (body === 'too large') {
+    send(response, 413, { error: `the payload is larger than ${maxPayloadBytes} bytes (maxPayloadBytes)` }, { connection: 'close' });
+    return;
+  }
+  if (body === undefined) return;
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body.toString('utf8'));
+  } catch {
+    send(response, 400, { error: 'the body is not JSON: POST a coprocessor payload of Apollo Router' });
+    return;
+  }
+  if (!isObject(payload)) {
+    send(response, 400, { error: 'the body is not a coprocessor payload (a JSON object)' });
+    return;
+  }
+  const answered = await answer(payload);
+  sendJson(response, 200, answerJson(answered));
+}
+
+/**
+ * The answer as JSON. A payload too deep for `JSON.stringify` to write back
+ * is answered without the parts it echoes: what an answer leaves out, the
+ * Router keeps as it was.
+ */
+function answerJson(answer: Answer): string {
+  try {
+    return JSON.stringify(answer);
+  } catch {
+    const control = answer['control'] === undefined ? {} : { control: answer['control'] };
+    return JSON.stringify({ version: answer['version'], stage: answer['stage'], id: answer['id'], ...control });
+  }
+}
+
+/** The request's body, `'too large'` past the limit, or `undefined` when the client went away. */
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer | 'too large' | undefined> {
+  const declared = Number(request.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve('too large');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        request.removeAllListeners('data');
+        resolve('too large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on('end', () => resolve(size > limit ? 'too large' : Buffer.concat(chunks, size)));
+    request.on('close', () => resolve(undefined));
+  });
+}
+
+function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  sendJson(response, status, JSON.stringify(body), headers);
+}
+
+function sendJson(response: ServerResponse, status: number, json: string, headers: Record<string, string> = {}): void {
+  if (response.headersSent || response.destroyed) return;
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json), ...headers });
+  response.end(json);
+}
