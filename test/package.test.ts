@@ -8,6 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { compose, subgraphTypeDefs } from './support/federation.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -74,6 +75,9 @@ describe('the published package', () => {
       'dist/src/graphql-ws/index.d.ts',
       'dist/src/mercurius/index.js',
       'dist/src/mercurius/index.d.ts',
+      'dist/src/router/index.js',
+      'dist/src/router/index.d.ts',
+      'dist/src/router/cli.js',
       'lua/acquire.lua',
       'lua/floordiv.lua',
       'schema/token-bucket.graphql',
@@ -323,6 +327,55 @@ describe('the published package', () => {
         envelop: 'function',
         first: 'admitted',
         second: ['RATE_LIMITED'],
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('serves ./router and runs the graphql-token-bucket-router command with only graphql and its own dependency installed', async () => {
+    const dir = mkdtempSync(join(isolatedParent(), 'gtb-router-'));
+    try {
+      const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
+      for (const file of files) {
+        mkdirSync(join(pkg, file, '..'), { recursive: true });
+        cpSync(join(root, file), join(pkg, file));
+      }
+      mkdirSync(join(dir, 'node_modules', '@graphql-tools'), { recursive: true });
+      symlinkSync(join(root, 'node_modules', 'graphql'), join(dir, 'node_modules', 'graphql'), 'dir');
+      symlinkSync(join(root, 'node_modules', '@graphql-tools', 'utils'), join(dir, 'node_modules', '@graphql-tools', 'utils'), 'dir');
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
+      const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+      const bin = join(pkg, manifest.bin['graphql-token-bucket-router']!);
+      expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+      const help = await run(process.execPath, [bin, '--help'], { cwd: dir });
+      expect(help.stdout).toMatch(/^Usage: graphql-token-bucket-router --config <module>/);
+      const sdl = compose(subgraphTypeDefs(), { products: 'http://p', reviews: 'http://r', inventory: 'http://i' });
+      const out = await node(
+        dir,
+        `const absent = [];
+         for (const name of ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api']) {
+           try { await import(name); } catch (error) { if (error.code === 'ERR_MODULE_NOT_FOUND') absent.push(name); }
+         }
+         const http = await import('node:http');
+         const { MemoryStore, TokenBucket, Rate } = await import('graphql-token-bucket');
+         const { routerCoprocessor } = await import('graphql-token-bucket/router');
+         const handler = routerCoprocessor({ store: new MemoryStore(), buckets: [new TokenBucket('api', 30, Rate.perHour(1))], identify: () => 'me' });
+         const server = http.createServer(handler).listen(0, '127.0.0.1');
+         await new Promise((resolve) => server.once('listening', resolve));
+         const payload = { version: 1, stage: 'SupergraphRequest', control: 'continue', id: 'a', headers: {}, body: { query: '{ products(first: 3) { id price } }' }, context: { entries: {} }, sdl: ${JSON.stringify(sdl)} };
+         const controls = [];
+         for (let i = 0; i < 3; i++) {
+           const response = await fetch('http://127.0.0.1:' + server.address().port, { method: 'POST', body: JSON.stringify(payload) });
+           controls.push((await response.json()).control);
+         }
+         server.close();
+         console.log(JSON.stringify({ absent, controls }));`,
+      );
+      // 3 × (a product 1 + its price 3) = 12 tokens each: two fit in 30.
+      expect(JSON.parse(out)).toEqual({
+        absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api'],
+        controls: ['continue', 'continue', { break: 429 }],
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -12,7 +12,7 @@ import { redisClient, uniquePrefix } from './support/clients.js';
 import { EXAMPLE_QUERY, compose, subgraphTypeDefs } from './support/federation.js';
 import { captureLogger } from './support/graphql.js';
 import type { CapturedLogger } from './support/graphql.js';
-import { requestId, serveCoprocessor, supergraphRequestPayload, supergraphResponsePayload, throughRouter } from './support/router.js';
+import { requestId, serveCoprocessor, supergraphRequestPayload, supergraphResponsePayload, throughRouter, without } from './support/router.js';
 import type { ClientRequest, CoprocessorServer, Execute } from './support/router.js';
 
 const redis = redisClient(inject('redisUrl'));
@@ -82,8 +82,7 @@ describe('routerCoprocessor at SupergraphRequest', () => {
     const payload = supergraphRequestPayload(firstOf(3), SDL);
     const answer = await coprocessor.post(payload);
     expect(answer.status).toBe(200);
-    const { sdl: _sdl, ...expected } = payload;
-    expect(answer.body).toEqual({ ...expected, control: 'continue' });
+    expect(answer.body).toEqual({ ...without(payload, 'sdl'), control: 'continue' });
     // EXAMPLE_QUERY with first: 3 costs 69 (test/support/federation.ts).
     const check = await store.checkAll([{ bucket: new TokenBucket('api', 1000, Rate.perHour(1)), key: user, cost: 1 }]);
     expect(check.remaining).toEqual([931]);
@@ -141,8 +140,7 @@ describe('routerCoprocessor at SupergraphRequest', () => {
     for (const request of bad) {
       const payload = supergraphRequestPayload(request, SDL);
       const answer = await coprocessor.post(payload);
-      const { sdl: _sdl, ...expected } = payload;
-      expect(answer.body).toEqual({ ...expected, control: 'continue' });
+      expect(answer.body).toEqual({ ...without(payload, 'sdl'), control: 'continue' });
     }
     const check = await store.checkAll([{ bucket: new TokenBucket('api', 1000, Rate.perHour(1)), key: user, cost: 1 }]);
     expect(check.remaining).toEqual([1000]);

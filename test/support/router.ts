@@ -106,7 +106,7 @@ export interface CoprocessorServer {
   server: Server;
   post(payload: unknown): Promise<Answered>;
   /** POSTs a raw body. */
-  send(body: string | Uint8Array, init?: RequestInit): Promise<Answered>;
+  send(body: string | ReadableStream<Uint8Array>, init?: RequestInit): Promise<Answered>;
   stop(): Promise<void>;
 }
 
@@ -115,7 +115,7 @@ export async function serveCoprocessor(handler: RequestListener): Promise<Coproc
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  const send = async (body: string | Uint8Array, init: RequestInit = {}): Promise<Answered> => {
+  const send = async (body: string | ReadableStream<Uint8Array>, init: RequestInit = {}): Promise<Answered> => {
     const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body, ...init });
     const text = await response.text();
     let parsed: Record<string, unknown> = {};
@@ -230,4 +230,11 @@ function withoutContentLength(headers: Headers): Headers {
   const out: Headers = {};
   for (const [name, values] of Object.entries(headers)) if (name !== 'content-length') out[name] = values;
   return out;
+}
+
+/** `payload` without `keys` (what an answer leaves out: `sdl`). */
+export function without(payload: Record<string, unknown>, ...keys: string[]): Record<string, unknown> {
+  const rest = { ...payload };
+  for (const key of keys) delete rest[key];
+  return rest;
 }
