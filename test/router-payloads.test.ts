@@ -188,23 +188,32 @@ describe('payloads the limiter cannot use pass unchanged', () => {
 });
 
 describe('a forged or garbled charge never gives a token back', () => {
-  it('refunds a charge this deployment sealed at whichever replica answers, given the supergraph there', async () => {
+  it('keeps the estimate at another replica, whose store did not take the tokens, and says why', async () => {
     const a = await start();
     const b = await start({ store: a.store });
     const { id, entries } = await charged(a.coprocessor);
     const answer = await b.coprocessor.post(supergraphResponsePayload(id, EMPTY, entries, { sdl: SDL }));
-    expect((answer.body['body'] as { extensions: unknown }).extensions).toEqual({ rateLimit: { api: { cost: 69, actualCost: 0, remaining: 1000, capacity: 1000 } } });
-    expect(await remaining(a.store)).toBe(1000);
-  });
-
-  it('keeps the estimate at a replica that has not built the supergraph and was not sent it, and says what to send', async () => {
-    const a = await start();
-    const b = await start({ store: a.store });
-    const { id, entries } = await charged(a.coprocessor);
-    const answer = await b.coprocessor.post(supergraphResponsePayload(id, EMPTY, entries));
     expect((answer.body['body'] as { extensions: unknown }).extensions).toEqual({ rateLimit: { api: { cost: 69, remaining: 931, capacity: 1000 } } });
     expect(await remaining(a.store)).toBe(931);
-    expect(b.logger.warnings.join('\n')).toContain('set `sdl: true` under coprocessor.supergraph.response in router.yaml to refund it anywhere');
+    expect(b.logger.warnings).toEqual([
+      'graphql-token-bucket: a response reached this coprocessor for an operation another replica charged: it keeps its estimate, since a store gives back only tokens it took itself. Run one coprocessor per Router (a sidecar) so that both stages of a request reach the same one',
+    ]);
+  });
+
+  it('prices the response against the supergraph the Router sends when it no longer keeps the one it charged with', async () => {
+    const { coprocessor, logger, store } = await start();
+    const { id, entries } = await charged(coprocessor);
+    // Four other supergraphs since: the one priced with is out.
+    for (let i = 0; i < 4; i++) {
+      const other = compose(subgraphTypeDefs(), { products: `http://products-${i}:4001`, reviews: 'http://reviews:4002', inventory: 'http://inventory:4003' });
+      await coprocessor.post(supergraphRequestPayload({ query: '{ __typename }' }, other));
+    }
+    await coprocessor.post(supergraphResponsePayload(id, EMPTY, entries));
+    expect(await remaining(store)).toBe(931);
+    expect(logger.warnings.join('\n')).toContain('no longer keeps (more than 4 others came since): it keeps its estimate');
+    // Sent with the supergraph (`sdl: true`), the response is priced and refunded.
+    await coprocessor.post(supergraphResponsePayload(id, EMPTY, entries, { sdl: SDL }));
+    expect(await remaining(store)).toBe(1000);
   });
 
   it.each([

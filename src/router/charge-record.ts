@@ -9,8 +9,9 @@ import { isObject } from './payload.js';
  * is signed: a refund gives tokens back, and anything that can write the
  * Router's context — or POST to the coprocessor — could otherwise name any
  * identity and any number. The invariant: tokens go back only for a record
- * this deployment signed, for the request it was signed for, once per
- * replica, within `REFUND_WINDOW_MS`, and never more than it took.
+ * this deployment signed, for the request it was signed for, by the
+ * coprocessor that took them, once, within `REFUND_WINDOW_MS`, and never
+ * more than it took.
  */
 
 /** The context entry the record lives in. */
@@ -54,6 +55,11 @@ export interface RefundSource {
 export interface ChargeRecord {
   /** The Router's id of the client request (`id` of every payload of it). */
   readonly id: string;
+  /**
+   * The coprocessor that took the tokens. A store gives back only tokens it
+   * took itself (its receipts), so only that coprocessor can refund them.
+   */
+  readonly by: string;
   /** When it was charged: ms since the epoch. */
   readonly at: number;
   /** Add `extensions.rateLimit` to the response. */
@@ -122,8 +128,8 @@ export class ChargeSealer {
 /** The record's shape, checked field by field even though it is signed: one bug elsewhere must not become a refund. */
 function readRecord(value: unknown): ChargeRecord | undefined {
   if (!isObject(value)) return undefined;
-  const { id, at, report, headers, charges, refund } = value;
-  if (typeof id !== 'string' || !isTime(at) || typeof report !== 'boolean' || typeof headers !== 'boolean') return undefined;
+  const { id, by, at, report, headers, charges, refund } = value;
+  if (typeof id !== 'string' || typeof by !== 'string' || !isTime(at) || typeof report !== 'boolean' || typeof headers !== 'boolean') return undefined;
   if (!Array.isArray(charges) || charges.length === 0 || charges.length > MAX_BATCH_REQUESTS) return undefined;
   const read: ChargedBucket[] = [];
   for (const charge of charges as unknown[]) {
@@ -136,7 +142,7 @@ function readRecord(value: unknown): ChargeRecord | undefined {
     source = readRefund(refund);
     if (source === undefined) return undefined;
   }
-  return { id, at, report, headers, charges: read, refund: source };
+  return { id, by, at, report, headers, charges: read, refund: source };
 }
 
 function readCharge(value: unknown): ChargedBucket | undefined {

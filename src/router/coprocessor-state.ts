@@ -13,6 +13,8 @@ export interface CoprocessorState {
   readonly documents: Documents;
   readonly sealer: ChargeSealer;
   readonly ledger: RefundLedger;
+  /** This coprocessor, among replicas: charges it sealed name it (`ChargeRecord.by`). */
+  readonly instance: string;
   /** Logs a problem of the Router's set-up (a field its `router.yaml` does not send) the first time it is met. */
   once(problem: string, message: string, level?: 'warn' | 'error'): void;
 }

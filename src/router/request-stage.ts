@@ -189,6 +189,7 @@ function chargeRecord(
   const body = payload.body as { query: string; operationName?: string | null };
   return {
     id: payload.id,
+    by: state.instance,
     at: Date.now(),
     report,
     headers: settings.rateLimitHeaders,

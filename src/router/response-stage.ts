@@ -11,6 +11,7 @@ import type { CoprocessorState } from './coprocessor-state.js';
 import { contextEntries, isObject, routerRequest, unchanged, withContextEntries } from './payload.js';
 import type { Answer, Payload } from './payload.js';
 import { headersOf } from './request-stage.js';
+import { MAX_SUPERGRAPHS } from './supergraphs.js';
 
 type Admitted = Extract<Decision, { kind: 'allowed' }>;
 
@@ -124,6 +125,13 @@ async function refund(
   decision: Admitted,
   body: Record<string, unknown>,
 ): Promise<Refunded | undefined> {
+  if (record.by !== state.instance) {
+    state.once(
+      'refund-elsewhere',
+      'a response reached this coprocessor for an operation another replica charged: it keeps its estimate, since a store gives back only tokens it took itself. Run one coprocessor per Router (a sidecar) so that both stages of a request reach the same one',
+    );
+    return undefined;
+  }
   let supergraph = state.supergraphs.withHash(source.supergraph);
   if (supergraph === undefined && typeof payload.sdl === 'string') {
     const sent = state.supergraphs.of(payload.sdl);
@@ -132,7 +140,7 @@ async function refund(
   if (supergraph?.kind !== 'accepted') {
     state.once(
       'refund-supergraph',
-      'a response reached this coprocessor for a supergraph it has not built (another replica priced the operation), so it keeps its estimate: set `sdl: true` under coprocessor.supergraph.response in router.yaml to refund it anywhere',
+      `a response came for an operation priced against a supergraph this coprocessor no longer keeps (more than ${MAX_SUPERGRAPHS} others came since): it keeps its estimate. Set \`sdl: true\` under coprocessor.supergraph.response in router.yaml to price it anyway`,
     );
     return undefined;
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { describeError, internalError } from '../core/errors.js';
 import { Limiter } from '../core/limiter.js';
@@ -40,6 +41,7 @@ export function routerCoprocessor(options: RouterCoprocessorOptions): RequestLis
     documents: new Documents(),
     sealer: new ChargeSealer(contextSecret),
     ledger: new RefundLedger(),
+    instance: randomUUID(),
     once(problem, message, level = 'warn') {
       if (logged.has(problem)) return;
       logged.add(problem);
