@@ -51,7 +51,15 @@ export function markSubscriptionsLimited(schema: GraphQLSchema): void {
   limitedOverWebSockets.add(schema);
 }
 
-/** Whether a `tokenBucketSubscriptions` was made for this schema in this process. */
+/** Whether a `tokenBucketSubscriptions` whose schema is a function (it may serve any) was made in this process. */
+let limitedLazily = false;
+
+/** Called by `tokenBucketSubscriptions` given its schema as a function. */
+export function markSubscriptionsLimitedLazily(): void {
+  limitedLazily = true;
+}
+
+/** Whether a `tokenBucketSubscriptions` was made for this schema in this process, or one that may serve it. */
 export function subscriptionsLimited(schema: GraphQLSchema): boolean {
-  return limitedOverWebSockets.has(schema);
+  return limitedOverWebSockets.has(schema) || limitedLazily;
 }

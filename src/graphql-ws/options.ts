@@ -1,5 +1,5 @@
 import type { GraphQLSchema } from 'graphql';
-import type { ConnectionInitMessage, Context } from 'graphql-ws';
+import type { ConnectionInitMessage, Context, SubscribePayload } from 'graphql-ws';
 import type { SubscriptionLimitOptions } from '../core/events.js';
 import type { LimiterOptions, Logger } from '../core/options.js';
 
@@ -13,8 +13,21 @@ export type TokenBucketSubscriptionsOptions<
   E = unknown,
 > = LimiterOptions<Context<P, E>> &
   SubscriptionLimitOptions & {
-    /** The schema given to `useServer`: its `@tokenBucket`s are checked at once, and operations are priced against it. */
-    schema: GraphQLSchema;
+    /**
+     * The schema given to `useServer`: its `@tokenBucket`s are checked at once,
+     * and operations are priced against it. Or a function that returns it, for
+     * a server that builds its schema after these options (NestJS): called for
+     * each operation, its schema checked when first met (a faulty annotation
+     * is logged, and what it prices is refused with `RATE_LIMITER_UNAVAILABLE`).
+     */
+    schema: GraphQLSchema | SchemaFunction<P, E>;
     /** Where store failures and refused schemas are reported. Default `console`. */
     logger?: Logger;
   };
+
+/** The schema of a graphql-ws operation, as `useServer`'s own `schema` function gives it. */
+export type SchemaFunction<P extends ConnectionInitMessage['payload'] = ConnectionInitMessage['payload'], E = unknown> = (
+  ctx: Context<P, E>,
+  id: string,
+  payload: SubscribePayload,
+) => GraphQLSchema | Promise<GraphQLSchema>;

@@ -1,5 +1,5 @@
 import { GraphQLError, isSchema, parse, validate } from 'graphql';
-import type { DocumentNode, ExecutionArgs } from 'graphql';
+import type { DocumentNode, ExecutionArgs, GraphQLSchema } from 'graphql';
 import type { ConnectionInitMessage, Context, OperationResult, SubscribePayload } from 'graphql-ws';
 import { operationFault, rateLimitedError, unavailableError } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable, reportOnFirst } from '../core/events.js';
@@ -9,8 +9,8 @@ import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
 import { refundUnused } from '../core/refunds.js';
-import { markSubscriptionsLimited } from '../core/subscriptions.js';
-import type { TokenBucketSubscriptionsOptions } from './options.js';
+import { markSubscriptionsLimited, markSubscriptionsLimitedLazily } from '../core/subscriptions.js';
+import type { SchemaFunction, TokenBucketSubscriptionsOptions } from './options.js';
 
 /** The graphql-ws server hooks, spread into `useServer`'s (or `makeServer`'s) options. */
 export interface TokenBucketSubscriptionsHooks<
@@ -52,14 +52,39 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
   const owner = 'tokenBucketSubscriptions';
   const limiter = new Limiter<Context<P, E>>(options, owner);
   const eachEvent = chargeEachEventOption(options, owner);
-  const { schema } = options;
-  if (!isSchema(schema)) throw new TypeError(`${owner} option "schema" must be the GraphQLSchema given to useServer`);
+  const given: unknown = options.schema;
+  if (!isSchema(given) && typeof given !== 'function') {
+    throw new TypeError(`${owner} option "schema" must be the GraphQLSchema given to useServer, or a function that returns it`);
+  }
   const logger: Logger = options.logger ?? console;
   if (typeof logger?.warn !== 'function' || typeof logger.error !== 'function') {
     throw new TypeError(`${owner} option "logger" must have warn and error methods`);
   }
-  limiter.load(schema);
-  markSubscriptionsLimited(schema);
+  let schemaOf: (ctx: Context<P, E>, id: string, payload: SubscribePayload) => Promise<GraphQLSchema>;
+  if (isSchema(given)) {
+    limiter.load(given);
+    markSubscriptionsLimited(given);
+    schemaOf = () => Promise.resolve(given);
+  } else {
+    const lazy = options.schema as SchemaFunction<P, E>;
+    markSubscriptionsLimitedLazily();
+    // A schema built after the options (NestJS builds its own) is checked when it is first met:
+    // a faulty annotation is logged, and what it prices is answered RATE_LIMITER_UNAVAILABLE.
+    const met = new WeakSet<GraphQLSchema>();
+    schemaOf = async (ctx, id, payload) => {
+      const schema: unknown = await lazy(ctx, id, payload);
+      if (!isSchema(schema)) throw new TypeError(`${owner} option "schema" returned ${schema === null ? 'null' : typeof schema}, not a GraphQLSchema`);
+      if (!met.has(schema)) {
+        met.add(schema);
+        try {
+          limiter.modelFor(schema, logger);
+        } catch (error) {
+          limiter.refuse(schema, error, logger);
+        }
+      }
+      return schema;
+    };
+  }
   const { reportCost, refundUnusedCost } = limiter.settings;
 
   // Keyed by the subscribe message's payload, which graphql-ws hands to both
@@ -67,7 +92,13 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
   const admitted = new WeakMap<SubscribePayload, Admitted<P, E>>();
 
   return {
-    async onSubscribe(ctx, _id, payload) {
+    async onSubscribe(ctx, id, payload) {
+      let schema: GraphQLSchema;
+      try {
+        schema = await schemaOf(ctx, id, payload);
+      } catch (error) {
+        return [operationFault(error, logger)];
+      }
       // The cost analysis reads only valid operations; graphql-ws validates
       // again with its own `validate`. Whatever parsing or validating one
       // operation throws is that operation's error, never the socket's end:
