@@ -1,0 +1,104 @@
+// SPEC §6 "Since 0.4", NestJS: a NestJS application (@nestjs/core,
+// @nestjs/graphql with the Apollo driver) limited by tokenBucketPlugin, as
+// the manual's recipe builds it — code-first with @Directive, schema-first,
+// and `rules` — answers a denied operation 429 with Retry-After, takes the
+// identity from the context factory (middleware ran before it; a guard has
+// not), and limits subscriptions over graphql-ws with the schema Nest built.
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/index.js';
+import { disposeClients, postJson, run, socketClient } from '../support/adapters.js';
+import type { ResponseBody } from '../support/graphql.js';
+import { RecordingStore } from '../support/graphql.js';
+import { buckets, runs, startNestApp } from './apps.js';
+import type { NestApp, NestAppOptions } from './apps.js';
+
+const apps: NestApp[] = [];
+afterEach(async () => {
+  runs.splice(0);
+  await disposeClients();
+  await Promise.all(apps.splice(0).map(({ app }) => app.close()));
+});
+
+/** A MemoryStore whose clock stands still: nothing refills while a test runs. */
+function stillStore(): RecordingStore {
+  const now = Date.now();
+  return new RecordingStore(new MemoryStore({ now: () => now }));
+}
+
+async function start(options: Partial<NestAppOptions> = {}): Promise<NestApp & { store: RecordingStore }> {
+  const store = stillStore();
+  const nest = await startNestApp({ store, ...options });
+  apps.push(nest);
+  return { ...nest, store };
+}
+
+const post = (url: string, query: string, headers: Record<string, string> = {}) => postJson<ResponseBody>(url, { query }, headers);
+
+describe.each(['code-first', 'schema-first'] as const)('a NestJS application, %s', (form) => {
+  it('answers the operation a bucket denies 429 with Retry-After and RATE_LIMITED, running no resolver', async () => {
+    const { url } = await start({ form });
+    const user = { 'x-user-id': `${form}-reader` };
+    for (let i = 0; i < 2; i++) expect((await post(url, '{ search(term: "1") { id } }', user)).status).toBe(200);
+    runs.splice(0);
+    const denied = await post(url, '{ search(term: "1") { id } }', user);
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get('retry-after')).toBe('18000');
+    expect(denied.body).toEqual({
+      errors: [{ message: expect.stringMatching(/^Rate limit of "search" exceeded/), extensions: { code: 'RATE_LIMITED', retryAfter: 18000, bucket: 'search', cost: 5 } }],
+    });
+    expect(runs).toEqual([]);
+    // Another user has tokens of their own.
+    expect((await post(url, '{ search(term: "1") { id } }', { 'x-user-id': `${form}-other` })).status).toBe(200);
+  });
+
+  it('prices a list by its size argument', async () => {
+    const { url, store } = await start({ form });
+    expect((await post(url, '{ books(first: 30) { title } }', { 'x-user-id': 'lists' })).status).toBe(200);
+    expect((await post(url, '{ books { title } }', { 'x-user-id': 'lists' })).status).toBe(200);
+    expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:30'], ['api:10']]);
+  });
+});
+
+describe('a NestJS application priced by rules, with no directive in its code', () => {
+  it('charges as @tokenBucket would', async () => {
+    const { url, store } = await start({ form: 'rules', rules: { 'Query.books': { bucket: 'api' } } });
+    expect((await post(url, '{ books(first: 4) { id } }', { 'x-user-id': 'ruled' })).status).toBe(200);
+    expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:4']]);
+    const never = await post(url, '{ books(first: 101) { id } }', { 'x-user-id': 'ruled' });
+    expect(never.status).toBe(429);
+    expect(never.body.errors?.[0]?.extensions).toEqual({ code: 'RATE_LIMITED', retryAfter: null, bucket: 'api', cost: 101 });
+  });
+});
+
+describe('whose tokens', () => {
+  it('identify reads what middleware put on the request; a user a guard sets is not there yet', async () => {
+    const { url, identified } = await start();
+    const guarded = await post(url, '{ whoami }', { 'x-guarded-user': 'alice' });
+    // The guard runs with the resolver, after the limiter: identify saw no user and failed.
+    expect(guarded.status).toBe(500);
+    expect(guarded.body.errors?.[0]?.extensions?.['code']).toBe('INTERNAL_SERVER_ERROR');
+    expect(identified).toEqual([{ user: undefined, guardedUser: undefined }]);
+    expect(runs).toEqual([]);
+
+    const viaMiddleware = await post(url, '{ whoami }', { 'x-user-id': 'alice' });
+    expect(viaMiddleware.body).toEqual({ data: { whoami: 'alice' } });
+    expect(identified[1]).toEqual({ user: 'alice', guardedUser: 'alice' });
+  });
+});
+
+describe('subscriptions over graphql-ws, with the schema Nest built', () => {
+  it('are priced when they start, and a denied one gets RATE_LIMITED while the socket lives on', async () => {
+    const { wsUrl, store } = await start({ subscriptions: true });
+    const client = socketClient(wsUrl, { user: 'watcher' });
+    for (let i = 0; i < buckets.live.capacity; i++) {
+      expect(await run(client, { query: 'subscription { ticks }' })).toEqual({ results: [{ data: { ticks: 1 } }, { data: { ticks: 2 } }], completed: true });
+    }
+    const denied = await run(client, { query: 'subscription { ticks }' });
+    expect(denied.results).toEqual([]);
+    expect(denied.errors).toEqual([{ message: expect.stringMatching(/^Rate limit of "live" exceeded/), extensions: { code: 'RATE_LIMITED', retryAfter: 3600, bucket: 'live', cost: 1 } }]);
+    expect(runs).toEqual(['ticks', 'ticks']);
+    // Queries over the socket are charged as over HTTP.
+    expect(await run(client, { query: '{ books(first: 3) { id } }' })).toMatchObject({ results: [{ data: { books: [{ id: '1' }, { id: '2' }, { id: '3' }] } }], completed: true });
+    expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['live:1'], ['live:1'], ['live:1'], ['api:3']]);
+  });
+});
