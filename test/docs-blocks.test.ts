@@ -92,11 +92,14 @@ describe('links between pages', () => {
 });
 
 describe('comparing output', () => {
-  it('takes a shown time as measured, within a second or a tenth of it, and every other character as printed', () => {
+  it('takes a shown time as measured, within the time the commands ran plus a second or a tenth of it, and every other character as printed', () => {
     expect(outputDifference('{"retryAfter":14.952}\nHTTP 429', '{"retryAfter":14.21}\r\nHTTP 429\n')).toBeUndefined();
     expect(outputDifference('{"retryAfter":4.952}', '{"retryAfter":3.9}')).toContain('line 1');
     expect(outputDifference('{"retryAfter":59.958}', '{"retryAfter":54.1}')).toBeUndefined();
     expect(outputDifference('{"retryAfter":59.958}', '{"retryAfter":53.9}')).toContain('line 1');
+    // … plus the time the commands took to run
+    expect(outputDifference('{"retryAfter":59.958}', '{"retryAfter":51.262}', 8.7)).toBeUndefined();
+    expect(outputDifference('served after 15.0 s', 'served after 0.0 s', 3)).toContain('line 1');
     expect(outputDifference('{"cost":2,"remaining":992}', '{"cost":20,"remaining":984}')).toContain('line 1');
     expect(outputDifference('a\nb', 'a')).toContain('line 2');
     expect(outputDifference('Date: …', 'Date: Wed, 02 Dec 2026 04:45:47 GMT')).toBeUndefined();

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { disposeClients, run, socketClient, start } from './support/adapters.js';
+import { codeBlocks, manualPages, outputDifference } from './support/docs-blocks.js';
 import { waitFor } from './support/graphql.js';
 import { ROOT, startExample } from './support/example-process.js';
 import type { ExampleProcess } from './support/example-process.js';
@@ -48,20 +49,28 @@ describe('npm start (examples/server.ts)', () => {
     const socket = socketClient(`ws://localhost:${example.port}/`, { 'x-user-id': 'npm-start' });
     const outcome = await run(socket, { query: 'subscription { countdown(from: 1, everyMs: 10) }' });
     expect(outcome.results.map((r) => r.data)).toEqual([{ countdown: 1 }, { countdown: 0 }]);
-  });
+  }, 120_000);
 });
 
 describe('examples/yoga.ts', () => {
-  it('serves GraphQL Yoga and refuses the 21st search with 429 and Retry-After', async () => {
+  it('serves GraphQL Yoga: a burst of 20 searches, then 429 with Retry-After', async () => {
     example = await startExample('examples/yoga.ts');
     await example.waitFor(/ready at http:\/\/localhost:\d+\/graphql/);
     const url = `http://localhost:${example.port}/graphql`;
-    for (let i = 0; i < 20; i++) expect((await post(url, '{ search(term: "a") }', { 'x-user-id': 'yoga' })).status).toBe(200);
-    const refused = await post(url, '{ search(term: "a") }', { 'x-user-id': 'yoga' });
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers.get('retry-after'))).toBe(3);
-    expect(refused.body).toEqual(refusal('search', 1));
-  });
+    // 30 at once: the burst of 20 is admitted (and what refilled meanwhile, a token every 3 s), the rest refused.
+    const answers = await Promise.all(Array.from({ length: 30 }, () => post(url, '{ search(term: "a") }', { 'x-user-id': 'yoga' })));
+    const admitted = answers.filter((a) => a.status === 200);
+    const refused = answers.filter((a) => a.status === 429);
+    expect(admitted.length).toBeGreaterThanOrEqual(20);
+    expect(admitted.length + refused.length).toBe(30);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const answer of refused) {
+      expect(answer.body).toEqual(refusal('search', 1));
+      const retryAfter = (answer.body as { errors: [{ extensions: { retryAfter: number } }] }).errors[0].extensions.retryAfter;
+      expect(Number(answer.headers.get('retry-after'))).toBe(Math.ceil(retryAfter));
+      expect(retryAfter).toBeLessThanOrEqual(3);
+    }
+  }, 120_000);
 });
 
 describe('examples/subscriptions.ts', () => {
@@ -78,20 +87,38 @@ describe('examples/subscriptions.ts', () => {
     const refused = await run(socket, { query: 'subscription { clock }' });
     expect(refused.results).toEqual([]);
     expect(refused.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'RATE_LIMITED', bucket: 'live', cost: 1 }) as unknown })]);
-  });
+  }, 120_000);
+});
+
+describe('examples/measure-mode.ts', () => {
+  it('runs the fifth search that the measured bucket would deny, and logs the warning docs/measure-mode.md shows', async () => {
+    example = await startExample('examples/measure-mode.ts');
+    await example.waitFor(/ready at http:\/\/localhost:\d+\//);
+    const url = `http://localhost:${example.port}/`;
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await post(url, '{ search(term: "Dune") { title } }', { 'x-user-id': 'ann' }));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    const [warning] = await example.waitFor(/^graphql-token-bucket: would deny .*$/m);
+    const shown = codeBlocks(ROOT, 'docs/measure-mode.md').find((b) => b.text.startsWith('graphql-token-bucket: would deny'));
+    expect(shown, 'docs/measure-mode.md shows the warning').toBeDefined();
+    expect(outputDifference(shown?.text ?? '', warning)).toBeUndefined();
+  }, 120_000);
 });
 
 describe('examples/README.md', () => {
-  it('lists every example, and each is run by a test', () => {
+  it('lists every example, and each is run by a test (here, as a setup of test/docs-output.test.ts, or by a page\'s run block)', () => {
     const index = readFileSync(join(ROOT, 'examples/README.md'), 'utf8');
-    const tests = ['test/examples.test.ts', 'test/docs-output.test.ts', ...readdirSync(join(ROOT, 'docs')).map((p) => `docs/${p}`), 'README.md']
-      .map((file) => readFileSync(join(ROOT, file), 'utf8'))
-      .join('\n');
-    const files = readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.ts'));
-    const supporting = new Set(['app.ts', 'metrics.ts']); // parts of server.ts, run with it (and by example-metrics.test.ts)
+    const runBlocks = manualPages(ROOT)
+      .flatMap((page) => codeBlocks(ROOT, page))
+      .filter((b) => b.mark?.kind === 'run')
+      .map((b) => b.text);
+    const runners = [readFileSync(join(ROOT, 'test/examples.test.ts'), 'utf8'), readFileSync(join(ROOT, 'test/docs-output.test.ts'), 'utf8'), ...runBlocks].join('\n');
+    const files = [...readdirSync(join(ROOT, 'examples')), ...readdirSync(join(ROOT, 'examples/federation')).map((f) => `federation/${f}`)].filter((f) => f.endsWith('.ts'));
+    // Parts of server.ts, run with it (metrics.ts also by example-metrics.test.ts), and of the federation examples.
+    const parts = new Set(['app.ts', 'metrics.ts', 'federation/subgraphs.ts']);
     for (const file of files) {
       expect(index, `examples/README.md lists ${file}`).toContain(`(${file})`);
-      if (!supporting.has(file)) expect(tests, `a test runs examples/${file}`).toContain(`examples/${file}`);
+      if (!parts.has(file)) expect(runners, `a test runs examples/${file}`).toContain(`examples/${file}`);
     }
   });
 });

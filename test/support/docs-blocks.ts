@@ -80,18 +80,18 @@ export function asShown(source: string): string {
 /**
  * Whether `printed` is what `shown` says, line by line: trailing white space
  * and `\r` ignored; `…` in a shown line stands for any text; a number with a
- * decimal point stands for a measured time (seconds), which may be off by
- * less than a second or a tenth of it, whichever is more (a wait shrinks
- * while commands run, a duration grows on a busy machine). Returns the first
- * difference, or undefined.
+ * decimal point stands for a time in seconds measured while the commands
+ * ran, which may be off by `runSeconds` (how long they took: a wait shrinks
+ * and a duration grows while they run) plus a second or a tenth of it,
+ * whichever is more. Returns the first difference, or undefined.
  */
-export function outputDifference(shown: string, printed: string): string | undefined {
+export function outputDifference(shown: string, printed: string, runSeconds = 0): string | undefined {
   const want = trimLines(shown);
   const got = trimLines(printed);
   for (let i = 0; i < Math.max(want.length, got.length); i++) {
     const w = want[i];
     const g = got[i];
-    if (w === undefined || g === undefined || !lineMatches(w, g)) {
+    if (w === undefined || g === undefined || !lineMatches(w, g, runSeconds)) {
       return `line ${i + 1}:\n  shown:   ${w ?? '(nothing)'}\n  printed: ${g ?? '(nothing)'}`;
     }
   }
@@ -106,7 +106,7 @@ function trimLines(text: string): string[] {
 
 const TIME = /-?\d+\.\d+/g;
 
-function lineMatches(shown: string, printed: string): boolean {
+function lineMatches(shown: string, printed: string, runSeconds: number): boolean {
   const times: number[] = [];
   const pattern = shown
     .split('…')
@@ -120,5 +120,5 @@ function lineMatches(shown: string, printed: string): boolean {
   for (const m of shown.matchAll(TIME)) times.push(Number(m[0]));
   const match = new RegExp(`^${pattern}$`).exec(printed);
   if (!match) return false;
-  return times.every((t, i) => Math.abs(Number(match[i + 1]) - t) < Math.max(1, Math.abs(t) / 10));
+  return times.every((t, i) => Math.abs(Number(match[i + 1]) - t) < runSeconds + Math.max(1, Math.abs(t) / 10));
 }
