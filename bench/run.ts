@@ -7,6 +7,7 @@
  *   npm run bench -- --only cost  # the cost analysis alone
  *   npm run bench -- --only flood
  *   npm run bench -- --only federation  # Apollo Gateway with the plugin against without
+ *   npm run bench -- --only router  # the Apollo Router coprocessor against an echo coprocessor
  *   npm run bench -- --only clients  # node-redis and iovalkey vs ioredis, and the sizing figures
  */
 import { Redis } from 'ioredis';
@@ -18,6 +19,7 @@ import { floodBenchmark } from './flood-bench.js';
 import { clientBenchmark } from './client-bench.js';
 import { costBenchmark } from './graphql-cost.js';
 import { federationBenchmark } from './federation-bench.js';
+import { routerBenchmark } from './router-bench.js';
 import { graphqlBenchmark } from './graphql-bench.js';
 import { storeBenchmark } from './store-bench.js';
 
@@ -25,7 +27,7 @@ import { storeBenchmark } from './store-bench.js';
 class UsageError extends Error {}
 
 /** Every benchmark, in run order. Add new ones here (e.g. `graphqlBenchmark` from './graphql-bench.js'). */
-const BENCHMARKS: readonly Benchmark[] = [storeBenchmark, clientBenchmark, graphqlBenchmark, costBenchmark, floodBenchmark, federationBenchmark];
+const BENCHMARKS: readonly Benchmark[] = [storeBenchmark, clientBenchmark, graphqlBenchmark, costBenchmark, floodBenchmark, federationBenchmark, routerBenchmark];
 
 function selected(argv: readonly string[]): readonly Benchmark[] {
   const only: string[] = [];
