@@ -4,11 +4,13 @@
 // also run by test/docs-output.test.ts.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { disposeClients, run, socketClient, start } from './support/adapters.js';
 import { codeBlocks, manualPages, outputDifference } from './support/docs-blocks.js';
 import { waitFor } from './support/graphql.js';
 import { ROOT, startExample } from './support/example-process.js';
+import { EXAMPLE_QUERY, compose, subgraphTypeDefs } from './support/federation.js';
+import { supergraphRequestPayload, supergraphResponsePayload } from './support/router.js';
 import type { ExampleProcess } from './support/example-process.js';
 
 let example: ExampleProcess | undefined;
@@ -103,6 +105,31 @@ describe('examples/measure-mode.ts', () => {
     expect(shown, 'docs/measure-mode.md shows the warning').toBeDefined();
     expect(outputDifference(shown?.text ?? '', warning)).toBeUndefined();
   }, 120_000);
+});
+
+describe('examples/router-coprocessor.ts', () => {
+  it('answers the Router: admits with its charge in the context, reports and refunds the response, then refuses with 429', async () => {
+    example = await startExample('examples/router-coprocessor.ts', { REDIS_URL: inject('redisUrl') });
+    await example.waitFor(/coprocessor ready at http:\/\/127\.0\.0\.1:\d+\//);
+    const url = `http://127.0.0.1:${example.port}/`;
+    const sdl = compose(subgraphTypeDefs(), { products: 'http://products:4001', reviews: 'http://reviews:4002', inventory: 'http://inventory:4003' });
+    const sub = `example-${process.pid}-${Date.now()}`;
+    const answer = async (payload: unknown): Promise<Record<string, unknown>> =>
+      (await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) })).json()) as Record<string, unknown>;
+    const claims = { 'apollo::authentication::jwt_claims': { sub } };
+    // first: 30 costs 690 of the 1,000 (3 × 23 a product, docs/federation.md).
+    const query = EXAMPLE_QUERY.replace('first: 3', 'first: 30');
+    const request = supergraphRequestPayload({ query }, sdl, { entries: claims });
+    const admitted = await answer(request);
+    expect(admitted['control']).toBe('continue');
+    const entries = (admitted['context'] as { entries: Record<string, unknown> }).entries;
+    const response = await answer(supergraphResponsePayload(request['id'] as string, { data: { products: [] } }, entries));
+    expect((response['body'] as Record<string, unknown>)['extensions']).toEqual({ rateLimit: { api: { cost: 690, actualCost: 0, remaining: 1000, capacity: 1000 } } });
+    expect(await answer(supergraphRequestPayload({ query }, sdl, { entries: claims }))).toMatchObject({ control: 'continue' });
+    const refused = await answer(supergraphRequestPayload({ query }, sdl, { entries: claims }));
+    expect(refused['control']).toEqual({ break: 429 });
+    expect((refused['headers'] as Record<string, string[]>)['retry-after']).toEqual([expect.stringMatching(/^\d+$/)]);
+  });
 });
 
 describe('examples/README.md', () => {
