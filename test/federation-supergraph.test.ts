@@ -1,7 +1,7 @@
 // SPEC §7, pricing against a supergraph composed with @apollo/composition:
 // @key, @provides (with its @external) and @override change nothing a client could
-// use to pay less for the same work; entity fetches follow the subgraphs
-// that resolve each field.
+// use to pay less for the same work; entity fetches are those of the plan
+// Apollo's query planner makes from the supergraph.
 import { composeServices } from '@apollo/composition';
 import { getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ function supergraph(subgraphs: Record<string, string>): string {
 
 function price(sdl: string, query: string): number | undefined {
   const source = supergraphPricing(sdl);
-  const model = new CostModel(source.schema, { rules: new Map([['Query', [{ bucket: 'api', cost: null }]]]), requires: source.requires, graphs: source.graphs });
+  const model = new CostModel(source.schema, { ...source, rules: new Map([['Query', [{ bucket: 'api', cost: null }]]]) });
   const document = parse(query);
   return model.costOf(document, getOperationAST(document)!, {}).get('api');
 }
@@ -69,5 +69,40 @@ describe('pricing a composed supergraph', () => {
     expect(price(sdl, '{ post { author { a: bio b: bio } } }')).toBe(11);
     // post 1 + author 1, nothing fetched
     expect(price(sdl, '{ post { author { bio @skip(if: true) } } }')).toBe(2);
+  });
+});
+
+describe("pricing a supergraph's query plans (what Apollo Gateway runs, and Apollo Router with overrideLabels: 'both')", () => {
+  const api = new Map([['Query', [{ bucket: 'api', cost: null }]]]);
+  const charge = (source: ReturnType<typeof supergraphPricing>, query: string): number | undefined => {
+    const model = new CostModel(source.schema, { ...source, rules: api });
+    const document = parse(query);
+    return model.costOf(document, getOperationAST(document)!, {}).get('api');
+  };
+  // inventory serves stock; pricing takes price over from it for the requests its label says.
+  const sdl = supergraph({
+    inventory: 'type Query { stock(first: Int = 10): [Product!]! } type Product @key(fields: "id") { id: ID! price: Int }',
+    pricing: 'type Product @key(fields: "id") { id: ID! price: Int @override(from: "inventory", label: "percent(10)") }',
+  });
+
+  it('is the plan Apollo Gateway makes, from its own planner', () => {
+    const source = supergraphPricing(sdl);
+    expect(source.plans).toBeDefined();
+    expect(source.withoutPlans).toBeUndefined();
+    // No label set: price comes with the stock, from inventory. stock 10 × Product 1 = 10
+    expect(charge(source, '{ stock { price } }')).toBe(10);
+    // The bound (Hive Gateway's) counts either side of the label: 10 × (1 + fetches from inventory and pricing 2) = 30
+    expect(charge({ ...source, plans: undefined }, '{ stock { price } }')).toBe(30);
+  });
+
+  it("overrideLabels: 'both' prices each object at the dearer of the plans with and without the labels", () => {
+    // Every label set: price from pricing, one entity fetch per product. 10 × (1 + 1) = 20
+    expect(charge(supergraphPricing(sdl, { overrideLabels: 'both' }), '{ stock { price } }')).toBe(20);
+    expect(charge(supergraphPricing(sdl, { overrideLabels: 'unset' }), '{ stock { price } }')).toBe(10);
+  });
+
+  it('refuses options it does not know, by name', () => {
+    expect(() => supergraphPricing(sdl, { overrideLabel: 'both' } as never)).toThrow(new TypeError('supergraphPricing: unknown option "overrideLabel" (options: overrideLabels)'));
+    expect(() => supergraphPricing(sdl, { overrideLabels: 'all' } as never)).toThrow(/must be 'unset' or 'both', got "all"/);
   });
 });

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compose, subgraphTypeDefs } from './support/federation.js';
+import { EXAMPLE_QUERY, compose, subgraphTypeDefs } from './support/federation.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -128,6 +128,26 @@ describe('the published package', () => {
     for (const name of ['ioredis', 'redis', 'iovalkey']) {
       expect(pkg.peerDependencies[name], name).toBeDefined();
       expect(pkg.peerDependenciesMeta[name], name).toEqual({ optional: true });
+    }
+  });
+
+  it("declares Apollo's query planner and the federation internals it runs on optional peer dependencies", () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+      dependencies: Record<string, string>;
+    };
+    for (const name of ['@apollo/query-planner', '@apollo/federation-internals']) {
+      expect(pkg.peerDependencies[name], name).toBe('^2.7.0');
+      expect(pkg.peerDependenciesMeta[name], name).toEqual({ optional: true });
+      expect(Object.keys(pkg.dependencies)).not.toContain(name);
+    }
+  });
+
+  it('loads the query planner on first use only, never as an import', () => {
+    for (const file of files.filter((f) => f.endsWith('.js'))) {
+      const source = readFileSync(join(root, file), 'utf8');
+      expect(source, file).not.toMatch(/from\s*['"]@apollo\/(query-planner|federation-internals|gateway)['"]/);
     }
   });
 
@@ -377,6 +397,44 @@ describe('the published package', () => {
         absent: ['@apollo/server', '@envelop/core', 'graphql-ws', 'ioredis', 'redis', 'iovalkey', '@opentelemetry/api'],
         controls: ['continue', 'continue', { break: 429 }],
       });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("prices a supergraph without Apollo's query planner installed: by the bound, saying why", async () => {
+    const sdl = compose(subgraphTypeDefs(), { products: 'http://products', reviews: 'http://reviews', inventory: 'http://inventory' });
+    const dir = mkdtempSync(join(isolatedParent(), 'gtb-no-planner-'));
+    try {
+      const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
+      mkdirSync(pkg, { recursive: true });
+      for (const file of files) {
+        mkdirSync(join(pkg, file, '..'), { recursive: true });
+        cpSync(join(root, file), join(pkg, file));
+      }
+      mkdirSync(join(dir, 'node_modules', '@graphql-tools'), { recursive: true });
+      symlinkSync(join(root, 'node_modules', 'graphql'), join(dir, 'node_modules', 'graphql'), 'dir');
+      symlinkSync(join(root, 'node_modules', '@graphql-tools', 'utils'), join(dir, 'node_modules', '@graphql-tools', 'utils'), 'dir');
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
+      const out = await node(
+        dir,
+        `const absent = [];
+         for (const name of ['@apollo/query-planner', '@apollo/federation-internals', '@apollo/gateway']) {
+           try { await import(name); } catch (error) { if (error.code === 'ERR_MODULE_NOT_FOUND') absent.push(name); }
+         }
+         const { parse, getOperationAST } = await import('graphql');
+         const { CostModel, supergraphPricing } = await import('graphql-token-bucket');
+         const source = supergraphPricing(${JSON.stringify(sdl)});
+         const model = new CostModel(source.schema, { ...source, rules: new Map([['Query', [{ bucket: 'api', cost: null }]]]) });
+         const document = parse(${JSON.stringify(EXAMPLE_QUERY)});
+         console.log(JSON.stringify({ absent, plans: source.plans === undefined, why: source.withoutPlans, cost: model.costOf(document, getOperationAST(document), {}).get('api') }));`,
+      );
+      const answer = JSON.parse(out) as { absent: string[]; plans: boolean; why: string; cost: number };
+      expect(answer.absent).toEqual(['@apollo/query-planner', '@apollo/federation-internals', '@apollo/gateway']);
+      expect(answer.plans).toBe(true);
+      expect(answer.why).toMatch(/Cannot find module '@apollo\/query-planner'/);
+      // The bound on this graph is its plan: 3 × 23 (see test/support/federation.ts).
+      expect(answer.cost).toBe(69);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -45,6 +45,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
       limiter.load(schema);
       reportSubscriptions(schema, logger);
       let started = false;
+      let warnedWithoutPlans = false;
       return {
         schemaDidLoadOrUpdate({ apiSchema, coreSupergraphSdl }) {
           // The first call is the schema the server starts with (its error fails the start); later ones are a gateway's updates.
@@ -63,6 +64,12 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           if (first) limiter.load(apiSchema, source);
           else limiter.modelFor(apiSchema, logger, source);
           if (source !== undefined) limiter.warnIfUnlimited(apiSchema, logger);
+          if (source?.withoutPlans !== undefined && !warnedWithoutPlans) {
+            warnedWithoutPlans = true;
+            logger.warn(
+              `graphql-token-bucket: Apollo's query planner cannot be loaded (${source.withoutPlans}): each operation's entity fetches are priced by a bound on every plan rather than by the gateway's own plan`,
+            );
+          }
         },
       };
     },

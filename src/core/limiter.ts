@@ -273,6 +273,8 @@ export class Limiter<TContext> {
       rules: this.settings.rules,
       requires: source.requires,
       graphs: source.graphs,
+      federation: source.federation,
+      plans: source.plans,
     });
   }
 

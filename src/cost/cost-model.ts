@@ -6,6 +6,9 @@ import { measureResponse } from './measure-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
 import type { CompositeCost, CoordinateRule, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
 import type { RequiredSelections } from './required-selections.js';
+import { EntityFetches } from './entity-fetches.js';
+import type { FederationModel } from './entity-fetches.js';
+import type { FetchCounts, PlannedFetches } from './fetch-counts.js';
 import { FieldCollector } from './collect-fields.js';
 import { conditionVariables, selectionSetIds, sharesSelectionSets } from './selections.js';
 import type { SelectionSetIds } from './selections.js';
@@ -33,6 +36,10 @@ export interface CostModelOptions {
   requires?: RequiredSelections | undefined;
   /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs); each object then also pays for the entity fetches its selection needs. */
   graphs?: ReadonlyMap<string, bigint> | undefined;
+  /** Federation: how each subgraph finds each entity, which bounds the fetches of a plan not known in advance (`PricingSource.federation`). */
+  federation?: FederationModel | undefined;
+  /** Federation: the gateway's query plans, whose fetches are priced where they are known (`PricingSource.plans`). */
+  plans?: PlannedFetches | undefined;
 }
 
 const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -76,6 +83,9 @@ export class CostModel {
   private readonly schema: GraphQLSchema;
   private readonly costs: SchemaCosts;
   private readonly defaultListSize: number;
+  /** Federation: what bounds the fetches, and the plans that price them where known; undefined for a graph of one server. */
+  private readonly federation: FederationModel | undefined;
+  private readonly plans: PlannedFetches | undefined;
   private readonly documents = new WeakMap<DocumentNode, DocumentInfo>();
   /** The last estimate per operation, so pricing its response does not price the operation again. */
   private readonly estimates = new WeakMap<OperationDefinitionNode, LastEstimate>();
@@ -89,10 +99,14 @@ export class CostModel {
     }
     this.schema = schema;
     this.defaultListSize = defaultListSize;
+    // Subgraphs without their keys (a model given `graphs` alone): every subgraph is reached by the keys the object has.
+    this.federation = options.federation ?? (options.graphs === undefined ? undefined : { types: new Map(), roots: rootNames(schema) });
+    this.plans = options.plans;
     this.costs = compileSchemaCosts(schema, defaultListSize, options.chargeIntrospection !== false, {
       rules: options.rules,
       requires: options.requires,
       graphs: options.graphs,
+      federation: this.federation,
     });
     this.annotations = this.costs.annotations;
     this.buckets = new Set(this.costs.bucketNames);
@@ -134,6 +148,7 @@ export class CostModel {
         rawVariables: raw ?? NO_VARIABLES,
         arguments: new ArgumentPricer(raw, operation.variableDefinitions),
         collector: this.collector(info, coerced),
+        fetches: this.fetchCounts(document, operation, fragments, coerced),
       },
       operation.selectionSet,
       root,
@@ -181,6 +196,7 @@ export class CostModel {
         selectionSetIds: selectionSets.ids,
         variables: coerced,
         arguments: new ArgumentPricer(raw, operation.variableDefinitions),
+        fetches: this.fetchCounts(document, operation, fragments, coerced),
       },
       operation.selectionSet,
       root,
@@ -192,6 +208,17 @@ export class CostModel {
       if (most !== undefined) result.set(name, Math.min(roundUp(charges[b] ?? 0), most));
     });
     return result;
+  }
+
+  /** Federation: the plan's fetches where the gateway's plan is known, else the bound. */
+  private fetchCounts(
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+    variables: Readonly<Record<string, unknown>>,
+  ): FetchCounts | undefined {
+    if (this.federation === undefined) return undefined;
+    return this.plans?.countsFor(document, operation) ?? new EntityFetches(this.federation, fragments, variables);
   }
 
   private rootOf(operation: OperationDefinitionNode): CompositeCost | undefined {
@@ -261,6 +288,12 @@ export class CostModel {
     }
     return info;
   }
+}
+
+function rootNames(schema: GraphQLSchema): Set<string> {
+  const names = new Set<string>();
+  for (const root of [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]) if (root) names.add(root.name);
+  return names;
 }
 
 /** graphql-js passes a stack overflow on as it is, or wraps it when a scalar's `parseValue` hit it. */

@@ -1,32 +1,75 @@
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
-import { Kind, buildASTSchema, isInterfaceType, isObjectType, parse, valueFromASTUntyped, visit } from 'graphql';
-import type { ConstDirectiveNode, DocumentNode, FieldDefinitionNode, FieldNode, GraphQLDirective, GraphQLSchema, SelectionNode, SelectionSetNode } from 'graphql';
+import { Kind, buildASTSchema, parse, visit } from 'graphql';
+import type { DocumentNode, GraphQLDirective, GraphQLSchema } from 'graphql';
 import { importedNames, parseSpecUrl } from './cost-directives.js';
+import type { FederationModel } from './entity-fetches.js';
+import type { PlannedFetches } from './fetch-counts.js';
+import { directiveArguments, readJoinDirectives } from './join-directives.js';
+import { QueryPlans, plannerUnavailable } from './query-plans.js';
 import type { RequiredSelections } from './required-selections.js';
+import { readStitchingInfo } from './stitching-info.js';
+import type { StitchingInfo } from './stitching-info.js';
 
-/** The schema a federated graph is priced against, and what its `@requires` fields need fetched first. */
+/**
+ * The schema a federated graph is priced against, and what its gateway
+ * fetches besides: what its `@requires` fields need fetched first, which
+ * subgraphs serve each field, and the gateway's fetches per object — from
+ * its query plans where they are known before it runs them, else bounded.
+ */
 export interface PricingSource {
   readonly schema: GraphQLSchema;
   readonly requires?: RequiredSelections | undefined;
-  /** Per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs): what entity fetches are priced by. */
+  /** Per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs). */
   readonly graphs?: ReadonlyMap<string, bigint> | undefined;
+  /** How each subgraph finds each entity: what bounds a gateway's fetches where its plan is not known. */
+  readonly federation?: FederationModel | undefined;
+  /** The gateway's query plans (Apollo Gateway's, made by its own planner from the supergraph). */
+  readonly plans?: PlannedFetches | undefined;
+  /** Why plans cannot be made here (the planner is not installed): then the bound prices every operation. */
+  readonly withoutPlans?: string | undefined;
 }
 
 const JOIN_SPEC = 'specs.apollo.dev/join';
 const TOKEN_BUCKET = 'tokenBucket';
 
+export interface SupergraphPricingOptions {
+  /**
+   * How the gateway sets the labels of progressive overrides
+   * (`@override(label:)`): `'unset'` (default) plans with none set, as
+   * Apollo Gateway does; `'both'` prices each object at the most of the plan
+   * with every label set and the plan with none, for a router that sets
+   * them per request.
+   */
+  overrideLabels?: 'unset' | 'both' | undefined;
+}
+
+/** How `supergraphPricing` plans by default: as Apollo Gateway does, with no progressive override's label set. */
+export const DEFAULT_OVERRIDE_LABELS = 'unset';
+
 /**
- * A supergraph SDL (Apollo Gateway's `coreSupergraphSdl`) as the cost model
- * reads it. The API schema a gateway serves has every directive stripped;
- * the supergraph keeps `@cost` and `@listSize` under the names its `@link`
- * gives them, `@tokenBucket` wherever `@composeDirective` brought it (under
- * any URL: the directive imported as `@tokenBucket`, renamed or not), and
- * each field's `@join__field(requires:)`.
+ * A supergraph SDL (Apollo Gateway's `coreSupergraphSdl`, the `sdl` Apollo
+ * Router sends) as the cost model reads it. The API schema a gateway serves
+ * has every directive stripped; the supergraph keeps `@cost` and `@listSize`
+ * under the names its `@link` gives them, `@tokenBucket` wherever
+ * `@composeDirective` brought it (under any URL: the directive imported as
+ * `@tokenBucket`, renamed or not), and the `@join__*` directives that say
+ * where each part is served. Each operation's entity fetches are those of
+ * the plan Apollo's query planner (`@apollo/query-planner`, the gateway's
+ * own) makes for it from this supergraph; where it cannot be loaded (it
+ * comes with `@apollo/gateway`; elsewhere, install it), by a bound on them
+ * (`withoutPlans` says why).
  *
  * Throws a `GraphQLError` (a syntax or schema error) for an SDL that is not
  * a supergraph graphql-js can build.
  */
-export function supergraphPricing(sdl: string): PricingSource {
+export function supergraphPricing(sdl: string, options: SupergraphPricingOptions = {}): PricingSource {
+  for (const key of Object.keys(options)) {
+    if (key !== 'overrideLabels') throw new TypeError(`supergraphPricing: unknown option "${key}" (options: overrideLabels)`);
+  }
+  const overrideLabels = options.overrideLabels ?? DEFAULT_OVERRIDE_LABELS;
+  if (overrideLabels !== 'unset' && overrideLabels !== 'both') {
+    throw new TypeError(`supergraphPricing option "overrideLabels" must be 'unset' or 'both', got ${JSON.stringify(overrideLabels)}`);
+  }
   let document = parse(sdl, { noLocation: true });
   const links = schemaLinks(document);
   let joinNamespace = 'join';
@@ -43,105 +86,28 @@ export function supergraphPricing(sdl: string): PricingSource {
   if (tokenBucketName !== null && tokenBucketName !== TOKEN_BUCKET && !declares(document, TOKEN_BUCKET)) {
     document = renameDirective(document, tokenBucketName, TOKEN_BUCKET);
   }
-  const requires = joinRequires(document, `${joinNamespace}__field`);
-  return { schema: buildASTSchema(document), requires, graphs: joinGraphs(document, joinNamespace) };
+  const { graphs, requires, model, labels } = readJoinDirectives(document, joinNamespace);
+  const schema = buildASTSchema(document);
+  const withoutPlans = plannerUnavailable();
+  const plans = withoutPlans === undefined ? new QueryPlans(sdl, schema, overrideLabels === 'both' ? [...labels] : []) : undefined;
+  return { schema, requires, graphs, federation: model, plans, withoutPlans };
 }
 
 /**
  * A schema stitched from subgraphs (Hive Gateway's unified schema) as the
  * cost model reads it: the schema itself, which keeps the subgraphs'
  * directives, and from its stitching information the selection each field
- * needs besides its keys (its `@requires`) and the subgraphs that resolve
- * each field.
+ * needs besides its keys (its `@requires`), the subgraphs that serve each
+ * field and how each finds each entity. Hive Gateway plans as it runs: its
+ * fetches are bounded.
  */
 export function stitchedPricing(schema: GraphQLSchema): PricingSource {
   const pricing = withOwnDirectiveNames(schema);
   const info = (schema.extensions as { stitchingInfo?: StitchingInfo } | undefined)?.stitchingInfo;
   const byField = info?.fieldNodesByField;
   if (info === undefined || byField === null || typeof byField !== 'object') return { schema: pricing };
-  const graphs = stitchedGraphs(schema, info);
-  const requires = new Map<string, readonly SelectionNode[]>();
-  const merged = (info.mergedTypes ?? {}) as Record<string, MergedType | undefined>;
-  for (const [type, fields] of Object.entries(byField as Record<string, unknown>)) {
-    if (fields === null || typeof fields !== 'object') continue;
-    // Every field of a merged type needs its keys; what it needs besides them is what it requires.
-    const keys = keyFields(merged[type]);
-    for (const [field, nodes] of Object.entries(fields as Record<string, unknown>)) {
-      if (!Array.isArray(nodes)) continue;
-      const required = (nodes as FieldNode[]).filter((node) => node.kind === Kind.FIELD && node.name.value !== '__typename' && !keys.has(node.name.value));
-      if (required.length > 0) requires.set(`${type}.${field}`, required);
-    }
-  }
-  return { schema: pricing, requires, graphs };
-}
-
-/** What graphql-tools' stitching keeps of the subgraphs (the parts read here). */
-interface StitchingInfo {
-  readonly fieldNodesByField?: unknown;
-  readonly subschemaMap?: unknown;
-  readonly mergedTypes?: unknown;
-}
-
-interface Subschema {
-  readonly schema?: GraphQLSchema;
-  readonly transformedSchema?: GraphQLSchema;
-}
-
-interface MergedType {
-  readonly uniqueFields?: Record<string, Subschema>;
-  readonly nonUniqueFields?: Record<string, readonly Subschema[]>;
-  /** Per subgraph, the key the type is fetched by there. */
-  readonly selectionSets?: ReadonlyMap<unknown, SelectionSetNode>;
-}
-
-/** The fields of a merged type's keys, in every subgraph. */
-function keyFields(type: MergedType | undefined): Set<string> {
-  const names = new Set<string>();
-  const sets = type?.selectionSets;
-  if (!(sets instanceof Map)) return names;
-  const add = (selections: readonly SelectionNode[]): void => {
-    for (const selection of selections) {
-      if (selection.kind === Kind.FIELD) names.add(selection.name.value);
-      else if (selection.kind === Kind.INLINE_FRAGMENT) add(selection.selectionSet.selections);
-    }
-  };
-  for (const set of sets.values()) if (set?.kind === Kind.SELECTION_SET) add(set.selections);
-  return names;
-}
-
-/**
- * Which subgraphs resolve each field of a stitched schema: the merged
- * types' own answer (a field one or several subgraphs resolve), else every
- * subgraph whose schema has the field (root fields, keys).
- */
-function stitchedGraphs(schema: GraphQLSchema, info: StitchingInfo): Map<string, bigint> {
-  const graphs = new Map<string, bigint>();
-  const subschemas: Subschema[] = [];
-  const map = info.subschemaMap;
-  if (map instanceof Map) for (const value of map.values()) if (value !== null && typeof value === 'object') subschemas.push(value as Subschema);
-  if (subschemas.length < 2) return graphs;
-  const bitOf = new Map<Subschema, bigint>();
-  subschemas.forEach((subschema, i) => bitOf.set(subschema, 1n << BigInt(i)));
-  const merged = (info.mergedTypes ?? {}) as Record<string, MergedType | undefined>;
-  for (const type of Object.values(schema.getTypeMap())) {
-    if (!(isObjectType(type) || isInterfaceType(type)) || type.name.startsWith('__')) continue;
-    const mergedType = merged[type.name];
-    for (const field of Object.keys(type.getFields())) {
-      let mask = 0n;
-      const unique = mergedType?.uniqueFields?.[field];
-      const shared = mergedType?.nonUniqueFields?.[field];
-      if (unique !== undefined) mask = bitOf.get(unique) ?? 0n;
-      else if (shared !== undefined) for (const subschema of shared) mask |= bitOf.get(subschema) ?? 0n;
-      else {
-        for (const subschema of subschemas) {
-          const own = (subschema.transformedSchema ?? subschema.schema)?.getType(type.name);
-          if ((isObjectType(own) || isInterfaceType(own)) && own.getFields()[field] !== undefined) mask |= bitOf.get(subschema) ?? 0n;
-        }
-      }
-      if (mask !== 0n) graphs.set(`${type.name}.${field}`, mask);
-    }
-  }
-  return graphs;
+  const { graphs, requires, model } = readStitchingInfo(schema, info);
+  return { schema: pricing, requires, graphs, federation: model };
 }
 
 /** What tells each directive apart by its arguments, when no `@link` says which is which. */
@@ -183,12 +149,6 @@ function schemaLinks(document: DocumentNode): Record<string, unknown>[] {
   return links;
 }
 
-function directiveArguments(directive: ConstDirectiveNode): Record<string, unknown> {
-  const args: Record<string, unknown> = {};
-  for (const argument of directive.arguments ?? []) args[argument.name.value] = valueFromASTUntyped(argument.value);
-  return args;
-}
-
 function declares(document: DocumentNode, name: string): boolean {
   return document.definitions.some((d) => d.kind === Kind.DIRECTIVE_DEFINITION && d.name.value === name);
 }
@@ -196,93 +156,4 @@ function declares(document: DocumentNode, name: string): boolean {
 function renameDirective(document: DocumentNode, from: string, to: string): DocumentNode {
   const renamed = (node: { name: { value: string } }) => (node.name.value === from ? { ...node, name: { ...node.name, value: to } } : undefined);
   return visit(document, { DirectiveDefinition: renamed, Directive: renamed });
-}
-
-/**
- * Which subgraphs resolve each field: its `@join__field(graph:)`s (not
- * `external`, not overridden), else every subgraph of its type's
- * `@join__type`s.
- */
-function joinGraphs(document: DocumentNode, namespace: string): Map<string, bigint> {
-  const bit = new Map<string, bigint>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.ENUM_TYPE_DEFINITION && definition.name.value === `${namespace}__Graph`) {
-      (definition.values ?? []).forEach((value, i) => bit.set(value.name.value, 1n << BigInt(i)));
-    }
-  }
-  const graphs = new Map<string, bigint>();
-  if (bit.size === 0) return graphs;
-  const graphOf = (directive: ConstDirectiveNode): bigint | null => {
-    const graph = directive.arguments?.find((a) => a.name.value === 'graph')?.value;
-    return graph?.kind === Kind.ENUM ? (bit.get(graph.value) ?? null) : null;
-  };
-  for (const definition of document.definitions) {
-    if (
-      definition.kind !== Kind.OBJECT_TYPE_DEFINITION &&
-      definition.kind !== Kind.OBJECT_TYPE_EXTENSION &&
-      definition.kind !== Kind.INTERFACE_TYPE_DEFINITION &&
-      definition.kind !== Kind.INTERFACE_TYPE_EXTENSION
-    ) {
-      continue;
-    }
-    let typeGraphs = 0n;
-    for (const directive of definition.directives ?? []) {
-      if (directive.name.value === `${namespace}__type`) typeGraphs |= graphOf(directive) ?? 0n;
-    }
-    for (const field of definition.fields ?? []) {
-      let fieldGraphs = 0n;
-      let joined = false;
-      for (const directive of field.directives ?? []) {
-        if (directive.name.value !== `${namespace}__field`) continue;
-        const graph = graphOf(directive);
-        if (graph === null) continue;
-        joined = true;
-        const args = directiveArguments(directive);
-        if (args['external'] === true || args['usedOverridden'] === true) continue;
-        fieldGraphs |= graph;
-      }
-      const resolved = joined ? fieldGraphs : typeGraphs;
-      if (resolved !== 0n) graphs.set(`${definition.name.value}.${field.name.value}`, resolved);
-    }
-  }
-  return graphs;
-}
-
-/** `@join__field(requires: "weight dimensions { size }")` of every field, by coordinate (every subgraph's, together). */
-function joinRequires(document: DocumentNode, joinField: string): RequiredSelections {
-  const requires = new Map<string, SelectionNode[]>();
-  for (const definition of document.definitions) {
-    switch (definition.kind) {
-      case Kind.OBJECT_TYPE_DEFINITION:
-      case Kind.OBJECT_TYPE_EXTENSION:
-      case Kind.INTERFACE_TYPE_DEFINITION:
-      case Kind.INTERFACE_TYPE_EXTENSION:
-        for (const field of definition.fields ?? []) addRequires(requires, `${definition.name.value}.${field.name.value}`, field, joinField);
-        break;
-      default:
-    }
-  }
-  return requires;
-}
-
-function addRequires(requires: Map<string, SelectionNode[]>, coordinate: string, field: FieldDefinitionNode, joinField: string): void {
-  for (const directive of field.directives ?? []) {
-    if (directive.name.value !== joinField) continue;
-    const fields = directiveArguments(directive)['requires'];
-    if (typeof fields !== 'string' || fields.trim() === '') continue;
-    const selections = fieldSet(fields, coordinate);
-    const known = requires.get(coordinate);
-    if (known === undefined) requires.set(coordinate, [...selections]);
-    else known.push(...selections);
-  }
-}
-
-/** A federation field set (`"a b { c }"`) as the selections of a selection set. */
-function fieldSet(fields: string, coordinate: string): readonly SelectionNode[] {
-  const document = parse(`{${fields}}`, { noLocation: true });
-  const [operation] = document.definitions;
-  if (operation?.kind !== Kind.OPERATION_DEFINITION || document.definitions.length !== 1) {
-    throw new Error(`@requires on ${coordinate}: "${fields}" is not a field set`);
-  }
-  return operation.selectionSet.selections;
 }

@@ -4,7 +4,7 @@ import type { ArgumentPricer } from './argument-costs.js';
 import type { CompositeCost, FieldCost, SchemaCosts, SizedContext, SlicingArgument } from './schema-costs.js';
 import { FieldCollector } from './collect-fields.js';
 import type { Exclusion, Group, Plan, SpreadItem } from './collect-fields.js';
-import { EntityFetches } from './entity-fetches.js';
+import type { FetchCounts } from './fetch-counts.js';
 import { childContext } from './sized-contexts.js';
 import { NarrowerConditions, pricedTypes } from './selections.js';
 import type { Classes } from './selections.js';
@@ -77,6 +77,8 @@ export interface MeasureInput {
   readonly arguments: ArgumentPricer;
   /** The document's collected fields when they do not depend on the variables (no `@skip`/`@include` reads one); else a new one is made. */
   readonly collector?: FieldCollector | undefined;
+  /** Federation: the fetches a gateway makes per object beyond the one that returned it. */
+  readonly fetches?: FetchCounts | undefined;
 }
 
 export interface OperationMeasure {
@@ -158,12 +160,6 @@ class Walk {
   private typeLists: Map<string, readonly CompositeCost[]> | null = null;
   /** Classes of possible types split by conditions on other interfaces and unions, per set of them. */
   private readonly refinements = new Map<string, Classes>();
-
-  private entityFetches: EntityFetches | null = null;
-
-  private fetches(): EntityFetches {
-    return (this.entityFetches ??= new EntityFetches(this.input.fragments, this.input.variables));
-  }
 
   constructor(private readonly input: MeasureInput) {
     this.costs = input.costs;
@@ -411,7 +407,8 @@ class Walk {
 
     stack[sub] = sat((stack[sub] ?? 0) + field.weight);
     // Federation: the entity fetches each object costs the gateway.
-    if (field.graphs !== 0n) stack[sub] = sat((stack[sub] ?? 0) + this.fetches().perObject(field, frame.fieldSets));
+    const fetches = this.input.fetches;
+    if (field.graphs !== 0n && fetches !== undefined) stack[sub] = sat((stack[sub] ?? 0) + fetches.perObject(frame.type!, field, node, frame.fieldSets));
     const sizedBy = field.isList && frame.context !== null ? frame.context.entries.get(field.name)?.vars : undefined;
     if (sizedBy !== undefined && sizedBy.length > 0) {
       // Sized by an enclosing connection whose size is not known here:

@@ -1,6 +1,6 @@
 import { Kind } from 'graphql';
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
-import { EntityFetches } from './entity-fetches.js';
+import type { FetchCounts } from './fetch-counts.js';
 import type { ArgumentPricer } from './argument-costs.js';
 import { chargeKey } from './schema-costs.js';
 import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
@@ -112,6 +112,8 @@ export interface ResponseInput {
   readonly selectionSetIds: ReadonlyMap<SelectionSetNode, number>;
   readonly variables: Readonly<Record<string, unknown>>;
   readonly arguments: ArgumentPricer;
+  /** Federation: the fetches a gateway makes per object beyond the one that returned it. */
+  readonly fetches?: FetchCounts | undefined;
 }
 
 export interface ResponseMeasure {
@@ -199,8 +201,6 @@ class ResponseWalk {
   /** Per group and abstract type (by number): how it splits, or null where it does not. */
   private readonly splits = new Map<number, Split | null>();
   private readonly planShapes = new Map<string, number>();
-
-  private entityFetches: EntityFetches | null = null;
 
   constructor(private readonly input: ResponseInput) {
     this.width = input.costs.bucketNames.length + 1;
@@ -385,10 +385,11 @@ class ResponseWalk {
       // count × weight + the items' sub-selections (already summed) + arguments; then the field's rules.
       const field = frame.entry!.field;
       stack[at] = sat((stack[at] ?? 0) + sat(frame.slots * field.weight));
-      if (field.graphs !== 0n && frame.objects > 0) {
+      const fetches = this.input.fetches;
+      if (field.graphs !== 0n && frame.objects > 0 && fetches !== undefined) {
         const entry = frame.entry!;
-        const fetches = (this.entityFetches ??= new EntityFetches(this.input.fragments, this.input.variables));
-        stack[at] = sat((stack[at] ?? 0) + sat(frame.objects * fetches.perObject(field, entry.child?.selectionSets ?? [entry.node.selectionSet])));
+        const parent = this.frames[this.depth - 1]!.type!;
+        stack[at] = sat((stack[at] ?? 0) + sat(frame.objects * fetches.perObject(parent, field, entry.node, entry.child?.selectionSets ?? [entry.node.selectionSet])));
       }
       if (field.arguments !== null) stack[at] = sat((stack[at] ?? 0) + this.input.arguments.price(frame.entry!.node, field.arguments));
       for (const rule of field.rules) {

@@ -1,6 +1,7 @@
 import { Kind } from 'graphql';
 import type { GraphQLNamedType, SelectionNode } from 'graphql';
 import { EntityFetches } from './entity-fetches.js';
+import type { FederationModel } from './entity-fetches.js';
 import type { CompositeCost, FieldCost } from './schema-costs.js';
 import { sat } from './selections.js';
 import { sizeOf } from './sizes.js';
@@ -29,12 +30,13 @@ export function requiredSelectionCosts(
   types: ReadonlyMap<GraphQLNamedType, CompositeCost>,
   requires: RequiredSelections,
   defaultListSize: number,
+  federation: FederationModel = { types: new Map(), roots: new Set() },
 ): Map<RequiringField, number> {
   const byName = new Map<string, CompositeCost>();
   for (const composite of types.values()) byName.set(composite.name, composite);
   const extras = new Map<string, number>();
   // A field set has no fragments and no variables.
-  const fetches = new EntityFetches(new Map(), {});
+  const fetches = new EntityFetches(federation, new Map(), {});
   const pending = new Set<string>();
 
   const extraOf = (coordinate: string): number => {
@@ -71,7 +73,7 @@ export function requiredSelectionCosts(
       const count = field.isList ? sat(listSize(field, defaultListSize) * field.innerCount) : 1;
       let below = 0;
       if (selection.selectionSet !== undefined && field.target !== null) {
-        below = sat(costOn(field.target, selection.selectionSet.selections) + fetches.perObject(field, [selection.selectionSet]));
+        below = sat(costOn(field.target, selection.selectionSet.selections) + fetches.perObject(on, field, selection, [selection.selectionSet]));
       }
       const weight = field.weight + extraOf(`${on.name}.${field.name}`);
       total = sat(total + sat(count * (weight + below)));

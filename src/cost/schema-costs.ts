@@ -33,6 +33,7 @@ import type {
 import { costDirectiveNames } from './cost-directives.js';
 import { requiredSelectionCosts } from './required-selections.js';
 import type { RequiredSelections } from './required-selections.js';
+import type { FederationModel } from './entity-fetches.js';
 import { sat } from './selections.js';
 
 /** One `@tokenBucket` as written in the schema. */
@@ -61,6 +62,8 @@ export interface SchemaCostExtras {
   readonly requires?: RequiredSelections | undefined;
   /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs). */
   readonly graphs?: ReadonlyMap<string, bigint> | undefined;
+  /** Federation: how each subgraph finds each entity, for the fetches a required selection needs. */
+  readonly federation?: FederationModel | undefined;
 }
 
 /** A bucket a field charges: by index into `SchemaCosts.bucketNames`. */
@@ -322,7 +325,7 @@ class Compiler {
     }
     if (this.extras.requires !== undefined) {
       // A field's resolver runs only once the gateway fetched what it requires: that work is the field's too.
-      for (const [field, extra] of requiredSelectionCosts(composites, this.extras.requires, this.defaultListSize)) {
+      for (const [field, extra] of requiredSelectionCosts(composites, this.extras.requires, this.defaultListSize, this.extras.federation)) {
         const owner = composites.get(field.owner);
         owner?.fields?.set(field.cost.name, { ...field.cost, weight: field.cost.weight + extra });
       }
