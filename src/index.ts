@@ -17,7 +17,7 @@ export type { IoredisLikeClient, NodeRedisClient, NodeRedisCluster, RedisStoreCl
 export { DEFAULT_PREFIX } from './stores/redis-keys.js';
 export { MemoryStore, DEFAULT_SWEEP_INTERVAL_MS } from './stores/memory-store.js';
 export type { MemoryStoreOptions } from './stores/memory-store.js';
-export { tokenBucketDirectiveTypeDefs } from './directive.js';
+export { costDirective, costDirectiveTypeDefs, listSizeDirective, tokenBucketDirective, tokenBucketDirectiveTypeDefs } from './directive.js';
 export { CostModel, DEFAULT_LIST_SIZE } from './cost/cost-model.js';
 export type { CoordinateRule, CostModelOptions, RequiredSelections, TokenBucketAnnotation } from './cost/cost-model.js';
 export { DEFAULT_OVERRIDE_LABELS, supergraphPricing } from './cost/federation.js';

@@ -81,6 +81,7 @@ describe('the published package', () => {
       'lua/acquire.lua',
       'lua/floordiv.lua',
       'schema/token-bucket.graphql',
+      'schema/cost.graphql',
       'package.json',
     ]) {
       expect(files).toContain(file);
@@ -90,7 +91,7 @@ describe('the published package', () => {
   it('ships no tests, no TypeScript sources and nothing outside its directories', () => {
     expect(files.filter((f) => f.startsWith('test/') || f.startsWith('src/') || f.startsWith('dist/test/'))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
-    expect(files.filter((f) => !/^(dist\/src\/|lua\/|schema\/token-bucket\.graphql$|package\.json$|README\.md$|LICENSE)/.test(f))).toEqual([]);
+    expect(files.filter((f) => !/^(dist\/src\/|lua\/|schema\/(token-bucket|cost)\.graphql$|package\.json$|README\.md$|LICENSE)/.test(f))).toEqual([]);
   });
 
   it('resolves the package root and ./client through its exports, as a user imports them', async () => {
@@ -98,13 +99,25 @@ describe('the published package', () => {
       root,
       `const pkg = await import('graphql-token-bucket');
        const client = await import('graphql-token-bucket/client');
+       const { isDirective } = await import('graphql');
        console.log(JSON.stringify({
          plugin: typeof pkg.tokenBucketPlugin, store: typeof pkg.RedisStore, memory: typeof pkg.MemoryStore,
          same: pkg.getRetryAfter === client.getRetryAfter,
          retryAfter: client.getRetryAfter({ errors: [{ message: 'x', extensions: { code: client.RATE_LIMITED, retryAfter: 1.5 } }] }),
+         directives: [pkg.tokenBucketDirective, pkg.costDirective, pkg.listSizeDirective].map((d) => isDirective(d) && d.name),
+         typeDefs: [typeof pkg.tokenBucketDirectiveTypeDefs, typeof pkg.costDirectiveTypeDefs],
        }));`,
     );
-    expect(JSON.parse(out)).toEqual({ plugin: 'function', store: 'function', memory: 'function', same: true, retryAfter: 1.5 });
+    expect(JSON.parse(out)).toEqual({
+      plugin: 'function',
+      store: 'function',
+      memory: 'function',
+      same: true,
+      retryAfter: 1.5,
+      // Made with the application's own graphql: one instance.
+      directives: ['tokenBucket', 'cost', 'listSize'],
+      typeDefs: ['string', 'string'],
+    });
   });
 
   it('resolves ./apollo-client through its exports, as a user imports it', async () => {
