@@ -124,16 +124,6 @@ describe('weights', () => {
     // Post: assumed 2 × (1 + 4) = 10 → 11
     expect(costOf('{ feed { related { score } } }')).toEqual({ api: 11 });
   });
-
-  it('ignores @cost and @listSize when the schema does not declare them', () => {
-    const schema = buildSchema(
-      `${tokenBucketDirectiveTypeDefs}
-      type Query { a: Int @tokenBucket(name: "api") @cost(weight: "9") list: [Query] @tokenBucket(name: "api") @listSize(assumedSize: 1) }`,
-      { assumeValidSDL: true },
-    );
-    // a 0; list: default 10 × (1 + a 0) = 10
-    expect(pricer(schema).costOf('{ a list { a } }')).toEqual({ api: 10 });
-  });
 });
 
 describe("a mutation's base cost", () => {

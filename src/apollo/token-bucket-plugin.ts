@@ -42,7 +42,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 
   return {
     async serverWillStart({ schema, logger }) {
-      limiter.load(schema);
+      limiter.load(schema, undefined, logger);
       reportSubscriptions(schema, logger);
       let started = false;
       let warnedWithoutPlans = false;
@@ -61,7 +61,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             limiter.refuse(apiSchema, error, logger);
             return;
           }
-          if (first) limiter.load(apiSchema, source);
+          if (first) limiter.load(apiSchema, source, logger);
           else limiter.modelFor(apiSchema, logger, source);
           if (source !== undefined) limiter.warnIfUnlimited(apiSchema, logger);
           if (source?.withoutPlans !== undefined && !warnedWithoutPlans) {

@@ -180,13 +180,15 @@ export class Limiter<TContext> {
   /**
    * Builds and checks the model of a schema: throws an `Error` naming every
    * faulty annotation (an unknown bucket, a fixed cost above capacity). A
-   * server's start should fail with it.
+   * server's start should fail with it. What the model warns about (an
+   * annotation it does not read) goes to `logger`, once per schema.
    */
-  load(schema: GraphQLSchema, source?: PricingSource): Pricing {
+  load(schema: GraphQLSchema, source?: PricingSource, logger?: Logger): Pricing {
     let model = this.models.get(schema);
     if (model === undefined || (source !== undefined && this.sources.get(schema) !== source)) {
       const built = this.build(source ?? { schema });
       checkAnnotations(built, this.settings.buckets);
+      for (const warning of built.warnings) (logger ?? console).warn(warning);
       this.models.set(schema, built);
       if (source !== undefined) this.sources.set(schema, source);
       this.lastGood = built;
@@ -206,7 +208,7 @@ export class Limiter<TContext> {
     const known = this.models.get(schema);
     if (known !== undefined && (source === undefined || this.sources.get(schema) === source)) return known;
     try {
-      return this.load(schema, source);
+      return this.load(schema, source, logger);
     } catch (error) {
       if (this.lastGood === undefined) throw error;
       logger.error(

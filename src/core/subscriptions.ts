@@ -1,6 +1,7 @@
-import { getDirective } from '@graphql-tools/utils';
 import { getNamedType, isInterfaceType, isObjectType, isUnionType } from 'graphql';
 import type { GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLSchema } from 'graphql';
+import { directiveApplications } from '../cost/cost-directives.js';
+import type { Annotated } from '../cost/cost-directives.js';
 
 /**
  * Where a subscription operation could be charged: the schema coordinates of
@@ -37,10 +38,13 @@ export function subscriptionAnnotations(schema: GraphQLSchema): string[] {
   return found;
 }
 
-type Directable = Parameters<typeof getDirective>[1];
-
-function annotated(schema: GraphQLSchema, node: Directable): boolean {
-  return (getDirective(schema, node, 'tokenBucket')?.length ?? 0) > 0;
+/** Whether `node` has a `@tokenBucket`, in any form the cost model reads (one it cannot read fails the model's start-up first). */
+function annotated(schema: GraphQLSchema, node: Annotated): boolean {
+  try {
+    return directiveApplications(schema, node, 'tokenBucket', 'tokenBucket').length > 0;
+  } catch {
+    return true;
+  }
 }
 
 /** Schemas whose graphql-ws subscriptions a `tokenBucketSubscriptions` limits, in this process. */

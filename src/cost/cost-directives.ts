@@ -1,15 +1,39 @@
-import { getDirective } from '@graphql-tools/utils';
-import type { GraphQLSchema } from 'graphql';
+import { GraphQLDirective, GraphQLNonNull, GraphQLScalarType, Kind, getArgumentValues, valueFromASTUntyped, visit, BREAK } from 'graphql';
+import type { ConstDirectiveNode, DirectiveNode, GraphQLSchema } from 'graphql';
+import { costDirective, listSizeDirective, tokenBucketDirective } from '../directive.js';
 
 /** The spec that defines `@cost` and `@listSize` for Apollo Federation and Apollo Router. */
 export const COST_SPEC_URL = 'https://specs.apollo.dev/cost/v0.1';
 const COST_SPEC = 'specs.apollo.dev/cost';
 const FEDERATION_SPEC = 'specs.apollo.dev/federation';
 
-/** The names `@cost` and `@listSize` go by in a schema; null where the schema does not declare that directive. */
+/**
+ * Anything of a schema a directive can be written on: the schema, a named
+ * type, a field, an argument, an input field, an enum value. Each has an
+ * `astNode` (and the schema and types `extensionASTNodes`) and `extensions`.
+ */
+export interface Annotated {
+  readonly astNode?: { readonly directives?: readonly (ConstDirectiveNode | DirectiveNode)[] | undefined } | null | undefined;
+  readonly extensionASTNodes?: readonly { readonly directives?: readonly (ConstDirectiveNode | DirectiveNode)[] | undefined }[] | undefined;
+  readonly extensions?: unknown;
+}
+
+/** One application of a directive: its arguments, and the form it was written in (for messages). */
+export interface Application {
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly form: 'astNode' | 'extensions.directives';
+}
+
+/** The names `@cost` and `@listSize` go by in a schema; null where the schema declares another directive under that name. */
 export interface CostDirectiveNames {
   readonly cost: string | null;
   readonly listSize: string | null;
+  /**
+   * `cost` and `listSize` where they are not the names read (the schema
+   * renames the directives with `@link`, or declares another `@cost`): an
+   * application under such a name is not read, and is reported.
+   */
+  readonly unread: readonly string[];
 }
 
 /**
@@ -18,30 +42,39 @@ export interface CostDirectiveNames {
  * directives go by the names the link gives them, as in every `@link`
  * consumer: an imported one by its alias (or its own name), `@cost` in the
  * cost spec by the link's namespace, anything else as `namespace__name`.
- * Without such a link, `@cost` and `@listSize` are read under their own
- * names, as IBM's specification declares them.
+ * Without such a link (or where the schema does not declare the name the
+ * link gives), `@cost` and `@listSize` are read under their own names,
+ * declared or not, as the IBM specification names them.
  *
- * Only a directive the schema declares counts: another `@cost` without a
- * `weight` argument is not this one.
+ * A schema that declares another directive under the name `cost` (one
+ * without a `weight` argument, such as graphql-cost-analysis's) has no
+ * `@cost` this package reads.
  */
 export function costDirectiveNames(schema: GraphQLSchema): CostDirectiveNames {
-  let links: readonly Record<string, unknown>[] = [];
+  let links: readonly Application[] = [];
   try {
-    links = getDirective(schema, schema, 'link') ?? [];
+    links = directiveApplications(schema, schema, 'link', null);
   } catch {
     // An unreadable @link names nothing we could use.
   }
-  const names = linked(links, COST_SPEC) ?? linked(links, FEDERATION_SPEC);
-  const isCost = (name: string): boolean => schema.getDirective(name)?.args.some((a) => a.name === 'weight') === true;
-  const isListSize = (name: string): boolean => schema.getDirective(name) !== undefined;
+  const names = linked(
+    links.map((l) => l.args),
+    COST_SPEC,
+  ) ?? linked(
+    links.map((l) => l.args),
+    FEDERATION_SPEC,
+  );
+  const declaredCost = (name: string): boolean => schema.getDirective(name)?.args.some((a) => a.name === 'weight') === true;
+  const declared = (name: string): boolean => schema.getDirective(name) !== undefined;
   // A link that names a directive the schema does not declare (a subgraph
   // linking Federation without importing @cost) leaves the plain names.
-  const cost = names !== null && isCost(names.cost) ? names.cost : isCost('cost') ? 'cost' : null;
-  const listSize = names !== null && isListSize(names.listSize) ? names.listSize : isListSize('listSize') ? 'listSize' : null;
-  return { cost, listSize };
+  const cost = names !== null && declaredCost(names.cost) ? names.cost : !declared('cost') || declaredCost('cost') ? 'cost' : null;
+  const listSize = names !== null && declared(names.listSize) ? names.listSize : 'listSize';
+  const unread = [cost === 'cost' ? null : 'cost', listSize === 'listSize' ? null : 'listSize'].filter((n): n is string => n !== null);
+  return { cost, listSize, unread };
 }
 
-function linked(links: readonly Record<string, unknown>[], spec: string): { cost: string; listSize: string } | null {
+function linked(links: readonly Readonly<Record<string, unknown>>[], spec: string): { cost: string; listSize: string } | null {
   for (const link of links) {
     const url = link['url'];
     if (typeof url !== 'string') continue;
@@ -87,4 +120,124 @@ export function importedNames(value: unknown): Map<string, string> {
 
 function stripAt(name: string): string {
   return name.startsWith('@') ? name.slice(1) : name;
+}
+
+/** The directives whose applications this package reads, by their own names. */
+export type DirectiveRole = 'tokenBucket' | 'cost' | 'listSize';
+
+/** A weight as the IBM declaration (`"2.5"`) or Apollo's (`7`, `2.5`) would have it written. */
+const Weight = new GraphQLScalarType({
+  name: 'CostWeight',
+  parseValue: (value) => value,
+  parseLiteral(node) {
+    if (node.kind === Kind.STRING) return node.value;
+    if (node.kind === Kind.INT || node.kind === Kind.FLOAT) return Number(node.value);
+    throw new TypeError('a weight is a string or a number');
+  },
+});
+
+/** What an application in the AST is read against where the schema does not declare the directive. */
+const OWN: Readonly<Record<DirectiveRole, GraphQLDirective>> = {
+  tokenBucket: tokenBucketDirective,
+  cost: new GraphQLDirective({ ...costDirective.toConfig(), args: { weight: { type: new GraphQLNonNull(Weight) } } }),
+  listSize: listSizeDirective,
+};
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * Every application of the directive `name` on `element`, in every form
+ * the ecosystem's schema builders write one:
+ *
+ * - in its `astNode` and `extensionASTNodes` (SDL; NestJS's and
+ *   TypeGraphQL's `@Directive`; Pothos' directives plugin), declared in the
+ *   schema or not;
+ * - in `extensions.directives`, in graphql-tools' object form
+ *   (`{ cost: { weight: 7 } }`, `{ tokenBucket: [{ … }, { … }] }`) and in
+ *   the array form (`[{ name: 'cost', args: { weight: 7 } }]`, Pothos'
+ *   default).
+ *
+ * An application in the AST is coerced as the schema's declaration of the
+ * directive would coerce it, else as the package's own declaration of
+ * `role` would (a `weight` written as a string or a number); one in
+ * `extensions` is taken as written. Nothing is left out: an argument the
+ * declaration does not have, a variable, a value that does not coerce, an
+ * entry that is not an object of arguments, each throws an `Error` (whose
+ * message the caller prefixes with the directive and the coordinate).
+ * With `role` null, AST arguments are read untyped (`@link`).
+ */
+export function directiveApplications(schema: GraphQLSchema, element: Annotated, name: string, role: DirectiveRole | null): Application[] {
+  const found: Application[] = [];
+  const definition = schema.getDirective(name) ?? (role === null ? null : OWN[role]);
+  const known = definition === null ? null : new Set(definition.args.map((a) => a.name));
+  const checkNames = (args: Iterable<string>, form: string): void => {
+    if (known === null) return;
+    for (const arg of args) {
+      if (!known.has(arg)) throw new Error(`unknown argument "${arg}" (${form}); the directive takes ${[...known].join(', ')}`);
+    }
+  };
+
+  for (const node of [element.astNode, ...(element.extensionASTNodes ?? [])]) {
+    for (const directive of node?.directives ?? []) {
+      if (directive.name.value !== name) continue;
+      const argumentNodes = directive.arguments ?? [];
+      checkNames(
+        argumentNodes.map((a) => a.name.value),
+        'astNode',
+      );
+      let variable: string | null = null;
+      visit(directive, {
+        Variable(v) {
+          variable = v.name.value;
+          return BREAK;
+        },
+      });
+      if (variable !== null) throw new Error(`the argument holds the variable $${variable}, which a schema cannot give a value (astNode)`);
+      let args: Record<string, unknown>;
+      if (definition === null) {
+        args = Object.fromEntries(argumentNodes.map((a) => [a.name.value, valueFromASTUntyped(a.value)]));
+      } else {
+        try {
+          args = getArgumentValues(definition, directive);
+        } catch (error) {
+          throw new Error(`${error instanceof Error ? error.message : String(error)} (astNode)`, { cause: error });
+        }
+      }
+      found.push({ args, form: 'astNode' });
+    }
+  }
+
+  const extensions = element.extensions;
+  const directives: unknown = extensions !== null && typeof extensions === 'object' ? (extensions as Record<string, unknown>)['directives'] : undefined;
+  const add = (args: unknown, form: 'extensions.directives'): void => {
+    if (args === undefined || args === null) args = {};
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+      throw new Error(`${form} holds ${describeValue(args)} where an object of arguments belongs`);
+    }
+    checkNames(Object.keys(args), form);
+    found.push({ args: args as Record<string, unknown>, form });
+  };
+  if (Array.isArray(directives)) {
+    for (const entry of directives as unknown[]) {
+      if (entry !== null && typeof entry === 'object' && (entry as { name?: unknown }).name === name) add((entry as { args?: unknown }).args, 'extensions.directives');
+    }
+  } else if (directives !== null && typeof directives === 'object' && hasOwn.call(directives, name)) {
+    const given = (directives as Record<string, unknown>)[name];
+    if (Array.isArray(given)) for (const args of given as unknown[]) add(args, 'extensions.directives');
+    else if (given !== undefined && given !== null) add(given, 'extensions.directives');
+  }
+  return found;
+}
+
+/** A value as a message shows it. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return 'a function';
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }

@@ -70,8 +70,8 @@ interface LastEstimate {
 }
 
 /**
- * The price of operations against one schema: reads every `@tokenBucket`
- * (and `@cost`, `@listSize` where declared) once, then prices each
+ * The price of operations against one schema: reads every `@tokenBucket`,
+ * `@cost` and `@listSize` once, in whatever form the schema holds them, then prices each
  * operation before it runs, and its response before it is sent.
  */
 export class CostModel {
@@ -79,6 +79,12 @@ export class CostModel {
   readonly annotations: readonly TokenBucketAnnotation[];
   /** Every bucket name used anywhere in the schema. */
   readonly buckets: ReadonlySet<string>;
+  /**
+   * What start-up should warn about, one message each, naming every
+   * element: annotations that are not read (a `complexity` function, a
+   * `@cost` of another directive), slicing arguments that are not `Int`.
+   */
+  readonly warnings: readonly string[];
 
   private readonly schema: GraphQLSchema;
   private readonly costs: SchemaCosts;
@@ -110,6 +116,7 @@ export class CostModel {
     });
     this.annotations = this.costs.annotations;
     this.buckets = new Set(this.costs.bucketNames);
+    this.warnings = this.costs.warnings;
   }
 
   /**

@@ -1,4 +1,3 @@
-import { getDirective } from '@graphql-tools/utils';
 import {
   GraphQLFloat,
   GraphQLInt,
@@ -30,7 +29,8 @@ import type {
   GraphQLSchema,
   SelectionNode,
 } from 'graphql';
-import { costDirectiveNames } from './cost-directives.js';
+import { named, readSchemaAnnotations } from './schema-annotations.js';
+import type { ListSizeRule, SchemaAnnotations } from './schema-annotations.js';
 import { requiredSelectionCosts } from './required-selections.js';
 import type { RequiredSelections } from './required-selections.js';
 import type { FederationModel } from './entity-fetches.js';
@@ -202,6 +202,8 @@ export interface SchemaCosts {
   readonly types: ReadonlyMap<GraphQLNamedType, CompositeCost>;
   /** `__schema`, `__type`, `__typename` where a type's own fields do not have them: they charge nothing. */
   readonly metaFields: ReadonlyMap<string, FieldCost>;
+  /** What start-up should warn about: annotations not read, slicing arguments read by every JavaScript reading. */
+  readonly warnings: readonly string[];
 }
 
 interface MutableCompositeCost extends CompositeCost {
@@ -211,14 +213,6 @@ interface MutableCompositeCost extends CompositeCost {
   classes: readonly number[] | null;
   readonly abstractTypes: Set<string>;
   typeRules: readonly BucketRule[];
-}
-
-type Directable = Parameters<typeof getDirective>[1];
-
-interface ListSizeRule {
-  assumedSize: number | null;
-  slicingArguments: readonly string[] | null;
-  sizedFields: readonly string[] | null;
 }
 
 const NO_RULES: readonly BucketRule[] = Object.freeze([]);
@@ -242,8 +236,7 @@ export function compileSchemaCosts(
 }
 
 class Compiler {
-  private readonly costName: string | null;
-  private readonly listSizeName: string | null;
+  private readonly annotated: SchemaAnnotations;
   private readonly annotations: TokenBucketAnnotation[] = [];
   private readonly bucketIndex = new Map<string, number>();
   private readonly bucketsOf = new Map<object, readonly BucketRule[]>();
@@ -255,6 +248,8 @@ class Compiler {
   private readonly inputKeys = new Map<InputCost, string>();
   /** The coordinates of `extras.rules` found in the schema. */
   private readonly ruled = new Set<string>();
+  /** Fields with a slicing argument that is not an `Int` (nor a list), for a start-up warning. */
+  private readonly inexactSlicing = new Set<string>();
   /** What each introspection list can hold in this schema, once one is priced. */
   private introspectionSizes: ReadonlyMap<string, number> | null = null;
 
@@ -264,9 +259,7 @@ class Compiler {
     private readonly chargeIntrospection: boolean,
     private readonly extras: SchemaCostExtras,
   ) {
-    const names = costDirectiveNames(schema);
-    this.costName = names.cost;
-    this.listSizeName = names.listSize;
+    this.annotated = readSchemaAnnotations(schema);
   }
 
   compile(): SchemaCosts {
@@ -354,20 +347,17 @@ class Compiler {
       bucketNames: Object.freeze([...this.bucketIndex.keys()]),
       types: composites,
       metaFields,
+      warnings: Object.freeze([...this.annotated.warnings, ...this.slicingWarnings()]),
     };
   }
 
   private fieldCost(owner: GraphQLObjectType | null, field: GraphQLField<unknown, unknown>): FieldCost {
     const coordinate = owner === null ? field.name : `${owner.name}.${field.name}`;
     const interfaceFields: GraphQLField<unknown, unknown>[] = [];
-    const interfaceCoordinates: string[] = [];
     if (owner !== null) {
       for (const iface of owner.getInterfaces()) {
         const inherited = iface.getFields()[field.name];
-        if (inherited !== undefined) {
-          interfaceFields.push(inherited);
-          interfaceCoordinates.push(`${iface.name}.${field.name}`);
-        }
+        if (inherited !== undefined) interfaceFields.push(inherited);
       }
     }
     const type = getNamedType(field.type);
@@ -375,12 +365,12 @@ class Compiler {
 
     // @cost and @listSize written on an interface field are meant for every
     // implementation that does not say otherwise.
-    let weight = this.readWeight(field, coordinate);
-    let listSize = this.readListSize(field, coordinate);
-    interfaceFields.forEach((inherited, i) => {
-      weight ??= this.readWeight(inherited, interfaceCoordinates[i] ?? coordinate);
-      listSize ??= this.readListSize(inherited, interfaceCoordinates[i] ?? coordinate);
-    });
+    let weight = this.readWeight(field);
+    let listSize = this.readListSize(field);
+    for (const inherited of interfaceFields) {
+      weight ??= this.readWeight(inherited);
+      listSize ??= this.readListSize(inherited);
+    }
     weight ??= this.typeWeight(type) ?? (isCompositeType(type) ? 1 : 0);
 
     const assumedSize = listSize?.assumedSize ?? (owner !== null && isIntrospectionType(owner) ? this.introspectionSize(owner, field) : null);
@@ -390,6 +380,9 @@ class Compiler {
 
     const sized = listSize?.sizedFields != null ? this.sizedFields(type, listSize.sizedFields, coordinate) : null;
     const slicingArguments = listSize?.slicingArguments ?? (this.isEntities(owner, field) ? ENTITIES_SLICING : null);
+    if (listSize !== null && listDepth === 0 && sized === null) {
+      throw new Error(`@${this.annotated.listSizeName} on ${coordinate}: the field is not a list and @${this.annotated.listSizeName} names no sizedFields, so it sizes nothing`);
+    }
     const slicing = listDepth > 0 || sized !== null ? this.slicing(field, slicingArguments, coordinate) : NO_SLICING;
 
     return {
@@ -404,7 +397,7 @@ class Compiler {
       assumedSize,
       sized,
       rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
-      arguments: this.argumentCosts(field, interfaceFields, coordinate),
+      arguments: this.argumentCosts(field, interfaceFields),
       graphs: this.extras.graphs?.get(coordinate) ?? 0n,
       requiredGraphs: this.requiredGraphs(owner, coordinate),
     };
@@ -583,26 +576,11 @@ class Compiler {
     return this.bucketsOf.get(type) ?? NO_RULES;
   }
 
-  private readTokenBuckets(node: Directable, coordinate: string): readonly BucketRule[] {
+  private readTokenBuckets(node: object, coordinate: string): readonly BucketRule[] {
     const rules: BucketRule[] = [];
-    for (const args of this.directive(node, 'tokenBucket', coordinate)) {
-      const bucket: unknown = args['name'];
-      const cost: unknown = args['cost'];
-      if (typeof bucket !== 'string' || bucket === '') {
-        throw new Error(`@tokenBucket on ${coordinate}: name must be a non-empty string, got ${describe(bucket)}`);
-      }
-      if (cost != null && !(typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0)) {
-        throw new Error(`@tokenBucket on ${coordinate}: cost must be a non-negative integer or omitted, got ${describe(cost)}`);
-      }
-      const fixed = cost ?? null;
-      const index = this.bucketIndexOf(bucket);
-      const same = rules.find((r) => r.bucket === index);
-      if (same !== undefined) {
-        if (same.cost === fixed) continue;
-        throw new Error(`@tokenBucket on ${coordinate}: bucket "${bucket}" appears twice with different costs`);
-      }
-      rules.push(Object.freeze({ bucket: index, cost: fixed }));
-      this.annotations.push(Object.freeze({ coordinate, bucket, cost: fixed }));
+    for (const { bucket, cost } of this.annotated.of(node).tokenBuckets) {
+      rules.push(Object.freeze({ bucket: this.bucketIndexOf(bucket), cost }));
+      this.annotations.push(Object.freeze({ coordinate, bucket, cost }));
     }
     const given = this.extras.rules?.get(coordinate);
     if (given !== undefined) {
@@ -633,64 +611,76 @@ class Compiler {
   private typeWeight(type: GraphQLNamedType): number | null {
     let weight = this.typeWeights.get(type);
     if (weight === undefined) {
-      weight = this.readWeight(type, type.name);
+      weight = this.readWeight(type);
       this.typeWeights.set(type, weight);
     }
     return weight;
   }
 
-  private readWeight(node: Directable, coordinate: string): number | null {
-    if (this.costName === null) return null;
-    const args = this.directive(node, this.costName, coordinate)[0];
-    if (args === undefined) return null;
-    const raw: unknown = args['weight'];
-    // The IBM specification declares `weight: String!` ("2.5"), Apollo `weight: Int!`.
-    const weight = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-    if (!Number.isFinite(weight) || weight < 0) {
-      throw new Error(`@${this.costName} on ${coordinate}: weight must be a finite non-negative number, got ${describe(raw)}`);
-    }
-    return weight;
+  private readWeight(node: object): number | null {
+    return this.annotated.of(node).weight;
   }
 
-  private readListSize(node: Directable, coordinate: string): ListSizeRule | null {
-    if (this.listSizeName === null) return null;
-    const name = this.listSizeName;
-    const args = this.directive(node, name, coordinate)[0];
-    if (args === undefined) return null;
-    const assumedSize: unknown = args['assumedSize'];
-    if (assumedSize != null && !(typeof assumedSize === 'number' && Number.isSafeInteger(assumedSize) && assumedSize >= 0)) {
-      throw new Error(`@${name} on ${coordinate}: assumedSize must be a non-negative integer, got ${describe(assumedSize)}`);
-    }
-    return {
-      assumedSize: assumedSize ?? null,
-      slicingArguments: stringList(args['slicingArguments'], `@${name} on ${coordinate}: slicingArguments`),
-      sizedFields: stringList(args['sizedFields'], `@${name} on ${coordinate}: sizedFields`),
-    };
+  private readListSize(node: object): ListSizeRule | null {
+    return this.annotated.of(node).listSize;
   }
 
+  /**
+   * The arguments that size the field: those `@listSize(slicingArguments:)`
+   * names, else `first` and `last`. A path (`"input.page.first"`) walks
+   * input object fields only: a step into a list is refused, since the
+   * elements of a list do not give one size (`"pages.first"` where
+   * `pages: [Page]` would read none of them). One that is not an `Int`
+   * (nor a list, counted by its elements) is noted for a start-up warning:
+   * its value is read as a size by every JavaScript reading, and a resolver
+   * may read it otherwise.
+   */
   private slicing(
     field: GraphQLField<unknown, unknown>,
     declared: readonly string[] | null,
     coordinate: string,
   ): readonly SlicingArgument[] {
+    const what = `@${this.annotated.listSizeName} on ${coordinate}`;
     const slicing: SlicingArgument[] = [];
+    const add = (argument: GraphQLArgument, path: readonly string[], name: string): void => {
+      let type = getNullableType(argument.type);
+      let at = argument.name;
+      for (const key of path) {
+        if (isListType(type)) {
+          throw new Error(`${what}: slicing argument "${name}" passes through a list (${at} is ${String(type)}), whose elements do not give one size; slice by a value outside the list`);
+        }
+        const inputField = isInputObjectType(type) ? type.getFields()[key] : undefined;
+        if (inputField === undefined) {
+          throw new Error(`${what}: slicing argument "${name}": ${at} (${String(type)}) has no input field "${key}"`);
+        }
+        type = getNullableType(inputField.type);
+        at = `${at}.${key}`;
+      }
+      if (!isListType(type) && !(isScalarType(type) && type.name === GraphQLInt.name)) this.inexactSlicing.add(`${coordinate}(${name}: ${String(type)})`);
+      slicing.push({ argument, path, literal: literalKind(argument, path) });
+    };
     if (declared !== null) {
       for (const name of declared) {
         const [argName = '', ...path] = name.split('.');
         const argument = field.args.find((a) => a.name === argName);
-        if (argument === undefined) {
-          throw new Error(`@${this.listSizeName ?? 'listSize'} on ${coordinate}: slicing argument "${name}" is not an argument of the field`);
-        }
-        slicing.push({ argument, path, literal: literalKind(argument, path) });
+        if (argument === undefined) throw new Error(`${what}: slicing argument "${name}" is not an argument of the field`);
+        add(argument, path, name);
       }
     } else {
       for (const argument of field.args) {
-        if (argument.name === 'first' || argument.name === 'last') {
-          slicing.push({ argument, path: [], literal: literalKind(argument, []) });
-        }
+        if (argument.name === 'first' || argument.name === 'last') add(argument, [], argument.name);
       }
     }
     return slicing.length === 0 ? NO_SLICING : Object.freeze(slicing);
+  }
+
+  private slicingWarnings(): string[] {
+    if (this.inexactSlicing.size === 0) return [];
+    return [
+      `graphql-token-bucket: slicing arguments that are not Int: ${named([...this.inexactSlicing])}. ` +
+        'A size is read from such a value as the largest of Number, parseFloat and parseInt (of a string, of what an object converts to, of a list\'s first element); ' +
+        'a resolver that reads it otherwise may do more work than is charged: declare them Int',
+    ];
   }
 
   /**
@@ -699,7 +689,7 @@ class Compiler {
    * only leads there.
    */
   private sizedFields(type: GraphQLNamedType, paths: readonly string[], coordinate: string): SizedContext {
-    const what = `@${this.listSizeName ?? 'listSize'} on ${coordinate}`;
+    const what = `@${this.annotated.listSizeName} on ${coordinate}`;
     interface Node {
       leaf: boolean;
       children: Map<string, Node>;
@@ -751,17 +741,13 @@ class Compiler {
     return build(root, type);
   }
 
-  private argumentCosts(
-    field: GraphQLField<unknown, unknown>,
-    interfaceFields: readonly GraphQLField<unknown, unknown>[],
-    coordinate: string,
-  ): readonly ArgumentCost[] | null {
+  private argumentCosts(field: GraphQLField<unknown, unknown>, interfaceFields: readonly GraphQLField<unknown, unknown>[]): readonly ArgumentCost[] | null {
     const costs: ArgumentCost[] = [];
     for (const argument of field.args) {
-      let cost = this.readWeight(argument, `${coordinate}(${argument.name}:)`);
+      let cost = this.readWeight(argument);
       for (const inherited of interfaceFields) {
         const same = inherited.args.find((a) => a.name === argument.name);
-        if (same !== undefined) cost ??= this.readWeight(same, `${coordinate}(${argument.name}:)`);
+        if (same !== undefined) cost ??= this.readWeight(same);
       }
       const input = this.inputCost(argument.type);
       if (cost !== null || mayCost(input)) costs.push({ name: argument.name, cost, input });
@@ -781,7 +767,7 @@ class Compiler {
       const cost: ObjectInputCost = { kind: 'object', fields };
       this.inputCosts.set(named, cost);
       for (const field of Object.values(named.getFields())) {
-        fields.set(field.name, { cost: this.readWeight(field, `${named.name}.${field.name}`), input: this.inputCost(field.type) });
+        fields.set(field.name, { cost: this.readWeight(field), input: this.inputCost(field.type) });
       }
       return cost;
     }
@@ -791,15 +777,6 @@ class Compiler {
     };
     this.inputCosts.set(named, cost);
     return cost;
-  }
-
-  private directive(node: Directable, name: string, coordinate: string): readonly Record<string, unknown>[] {
-    try {
-      return getDirective(this.schema, node, name) ?? [];
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new Error(`@${name} on ${coordinate}: ${reason}`, { cause: error });
-    }
   }
 }
 
@@ -831,26 +808,6 @@ function literalKind(argument: GraphQLArgument, path: readonly string[]): 'Int' 
   if (path.length > 0) return null;
   const type = getNullableType(argument.type);
   return type === GraphQLInt ? 'Int' : type === GraphQLFloat ? 'Float' : null;
-}
-
-function stringList(value: unknown, what: string): readonly string[] | null {
-  if (value == null) return null;
-  const list = Array.isArray(value) ? (value as unknown[]) : [value];
-  for (const item of list) {
-    if (typeof item !== 'string' || item === '') throw new Error(`${what} must be a list of names, got ${describe(value)}`);
-  }
-  return list as string[];
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') return String(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
 }
 
 /**

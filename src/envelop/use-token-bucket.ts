@@ -196,7 +196,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       const stitched = schema.extensions['stitchingInfo'] !== undefined;
       if (!loaded && creating && !stitched) {
         // The first schema is checked strictly: a faulty annotation fails the server's creation.
-        limiter.load(schema);
+        limiter.load(schema, undefined, logger);
       } else {
         // Thrown here, the error would answer every request with a bare 500.
         let source: PricingSource | undefined;

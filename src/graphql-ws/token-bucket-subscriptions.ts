@@ -62,7 +62,7 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
   }
   let schemaOf: (ctx: Context<P, E>, id: string, payload: SubscribePayload) => Promise<GraphQLSchema>;
   if (isSchema(given)) {
-    limiter.load(given);
+    limiter.load(given, undefined, logger);
     markSubscriptionsLimited(given);
     schemaOf = () => Promise.resolve(given);
   } else {

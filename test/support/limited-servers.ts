@@ -5,6 +5,7 @@
 import { ApolloServer } from '@apollo/server';
 import type { BaseContext } from '@apollo/server';
 import { makeExecutableSchema } from '@graphql-tools/schema';
+import type { GraphQLSchema } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import type { YogaInitialContext } from 'graphql-yoga';
 import { useTokenBucket } from '../../src/envelop/index.js';
@@ -34,15 +35,16 @@ interface UserContext extends BaseContext {
   user: string;
 }
 
+/** Serves `typeDefs` with `resolvers`, or a schema built already (`resolvers` then ignored: the schema has its own). */
 export async function serveLimited(
   transport: Transport,
-  typeDefs: string,
+  typeDefs: string | GraphQLSchema,
   resolvers: NonNullable<Parameters<typeof makeExecutableSchema>[0]['resolvers']>,
   options: HeaderLimiterOptions,
 ): Promise<LimitedServer> {
   const logger = captureLogger();
   const identify = options.identify ?? ((user: string) => user);
-  const schema = makeExecutableSchema({ typeDefs, resolvers });
+  const schema = typeof typeDefs === 'string' ? makeExecutableSchema({ typeDefs, resolvers }) : typeDefs;
   if (transport === 'Apollo Server') {
     const server = new ApolloServer<UserContext>({
       schema,
