@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CostModel, MemoryStore, Rate, TokenBucket, costDirectiveTypeDefs, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
 import { captureLogger } from './support/graphql.js';
 import { TRANSPORTS, serveLimited } from './support/limited-servers.js';
+import { serveMercurius } from './support/mercurius.js';
 
 const DIRECTIVES = `${tokenBucketDirectiveTypeDefs}\n${costDirectiveTypeDefs}`;
 
@@ -99,6 +100,17 @@ describe('a slicing argument that is not an Int', () => {
       expect(server.logger.warnings).toEqual([expect.stringContaining('slicing arguments that are not Int: Query.byString(first: String)')]);
     } finally {
       await server.stop();
+    }
+  });
+
+  it("is warned about once through mercuriusTokenBucket's logger", async () => {
+    const logger = captureLogger();
+    const server = await serveMercurius({ schema: sdl, limits: { store: new MemoryStore(), buckets: [new TokenBucket('api', 100, Rate.perSecond(1))], identify: () => 'u', logger } });
+    try {
+      expect((await server.post({ query: '{ byString(first: "0x10") { id } }' })).status).toBe(200);
+      expect(logger.warnings).toEqual([expect.stringContaining('slicing arguments that are not Int: Query.byString(first: String)')]);
+    } finally {
+      await server.close();
     }
   });
 });

@@ -87,7 +87,7 @@ export const mercuriusTokenBucket: MercuriusTokenBucketPlugin = async function m
     throw new Error(`${owner} must be registered after mercurius, on the same Fastify instance (await app.register(mercurius, …) first)`);
   }
   const logger: Logger = options.logger ?? app.log;
-  limiter.load(graphql.schema);
+  limiter.load(graphql.schema, undefined, logger);
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
 
   // Keyed by the Fastify reply, which the operations of an HTTP batch share.
