@@ -35,4 +35,5 @@ export type { BucketCheck } from './core/dry-run.js';
 export { DEFAULT_RATE_LIMIT_HEADERS } from './core/ratelimit-headers.js';
 export type { LimiterOptions, Logger } from './core/options.js';
 export type { TokenBucketPluginOptions } from './apollo/options.js';
+export type { ApolloRequestContextLike, TokenBucketApolloPlugin } from './apollo/plugin-type.js';
 export { getRetryAfter, RATE_LIMITED, RATE_LIMITER_UNAVAILABLE } from './client.js';

@@ -294,6 +294,82 @@ describe('the published package', () => {
     }
   });
 
+  it('type-checks and runs in a CommonJS TypeScript project ("module": "nodenext"), every entry point required', async () => {
+    // A NestJS application is such a project. This package is an ES module:
+    // its typings see @apollo/server's ESM declarations where the project
+    // sees the CommonJS ones, whose HeaderMap is another class; and Node
+    // requires it only from 20.19 and 22.12 on (engines).
+    const dir = mkdtempSync(join(isolatedParent(), 'gtb-commonjs-'));
+    try {
+      installPacked(dir, [
+        'graphql', '@graphql-tools/utils', '@apollo/server', '@apollo/client', '@envelop/core', 'graphql-ws', 'mercurius', 'fastify', 'ws',
+        '@nestjs/apollo', '@nestjs/graphql', '@nestjs/common', '@nestjs/core', 'reflect-metadata', '@types/node', '@types/ws',
+      ]);
+      writeFileSync(join(dir, 'package.json'), '{ "type": "commonjs" }');
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, skipLibCheck: true, esModuleInterop: true, types: ['node'], outDir: 'out' },
+          files: ['main.ts'],
+        }),
+      );
+      writeFileSync(
+        join(dir, 'main.ts'),
+        `import { ApolloServer } from '@apollo/server';
+import { ApolloDriver } from '@nestjs/apollo';
+import type { ApolloDriverConfig } from '@nestjs/apollo';
+import { GraphQLModule } from '@nestjs/graphql';
+import { envelop, useSchema } from '@envelop/core';
+import Fastify from 'fastify';
+import mercurius from 'mercurius';
+import { buildSchema } from 'graphql';
+import { makeServer } from 'graphql-ws';
+import { MemoryStore, Rate, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from 'graphql-token-bucket';
+import { getRetryAfter } from 'graphql-token-bucket/client';
+import { retryAfterLink } from 'graphql-token-bucket/apollo-client';
+import { useTokenBucket } from 'graphql-token-bucket/envelop';
+import { tokenBucketSubscriptions } from 'graphql-token-bucket/graphql-ws';
+import { mercuriusTokenBucket } from 'graphql-token-bucket/mercurius';
+
+const typeDefs = tokenBucketDirectiveTypeDefs + ' type Query { a: Int @tokenBucket(name: "api", cost: 1) }';
+const schema = buildSchema(typeDefs);
+const limits = { store: new MemoryStore(), buckets: [new TokenBucket('api', 1, Rate.perHour(1))], identify: () => 'me' };
+// The context type is inferred from Apollo Server's, as in an ES module.
+new ApolloServer<{ userId: string }>({ typeDefs, plugins: [tokenBucketPlugin({ ...limits, identify: ({ contextValue }) => contextValue.userId })] });
+GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs, plugins: [tokenBucketPlugin(limits)] });
+envelop({ plugins: [useSchema(schema), useTokenBucket(limits)] });
+makeServer({ schema, ...tokenBucketSubscriptions({ ...limits, schema: () => schema }) });
+
+async function main(): Promise<void> {
+  const app = Fastify();
+  await app.register(mercurius, { schema: typeDefs, resolvers: { Query: { a: () => 1 } } });
+  await app.register(mercuriusTokenBucket, limits);
+  const statuses: number[] = [];
+  for (let i = 0; i < 2; i++) statuses.push((await app.inject({ method: 'POST', url: '/graphql', payload: { query: '{ a }' } })).statusCode);
+  await app.close();
+  const retryAfter = getRetryAfter({ errors: [{ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 2 } }] });
+  console.log(JSON.stringify({ statuses, retryAfter, link: typeof retryAfterLink() }));
+}
+void main();
+`,
+      );
+      await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir]).catch((error: { stdout?: string }) => {
+        throw new Error(`tsc failed:\n${error.stdout ?? String(error)}`);
+      });
+      const { stdout } = await run(process.execPath, [join(dir, 'out', 'main.js')], { cwd: dir });
+      expect(JSON.parse(stdout)).toEqual({ statuses: [200, 429], retryAfter: 2, link: 'object' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it('says in engines the Node versions that can require() it', () => {
+    // require() of an ES module needs Node 20.19 or 22.12; no CommonJS build
+    // is shipped, so that two copies of the package cannot meet in one process.
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: Record<string, string> };
+    expect(pkg.engines).toEqual({ node: '^20.19.0 || >=22.12.0' });
+  });
+
   it("records metrics with the user's @opentelemetry/api, through a MeterProvider registered after the limiter was made", async () => {
     const out = await node(
       root,

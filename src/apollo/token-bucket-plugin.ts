@@ -17,6 +17,7 @@ import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { refundUnused } from '../core/refunds.js';
 import { subscriptionAnnotations, subscriptionsLimited } from '../core/subscriptions.js';
 import type { TokenBucketPluginOptions } from './options.js';
+import type { TokenBucketApolloPlugin } from './plugin-type.js';
 
 /**
  * Apollo Server reads an error's `extensions.http` as `{ status, headers }`
@@ -32,7 +33,7 @@ const apolloHttp: HttpExtension = (status) => ({ status, headers: new Map<string
  */
 export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   options: TokenBucketPluginOptions<TContext>,
-): ApolloServerPlugin<TContext> {
+): TokenBucketApolloPlugin<TContext> {
   const limiter = new Limiter<GraphQLRequestContext<TContext>>(options, 'tokenBucketPlugin');
   const { reportCost, refundUnusedCost, costHeader, rateLimitHeaders } = limiter.settings;
   // Keyed by the response head, which the operations of an HTTP batch share.
@@ -40,7 +41,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   // The status of a batch the limiter refused an operation of, by response head too.
   const refusals = new BatchRefusals<object>();
 
-  return {
+  const plugin: ApolloServerPlugin<TContext> = {
     async serverWillStart({ schema, logger }) {
       limiter.load(schema, undefined, logger);
       reportSubscriptions(schema, logger);
@@ -184,6 +185,8 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
       };
     },
   };
+  // Its declared type names no type of @apollo/server (see TokenBucketApolloPlugin); it is the same object.
+  return plugin as TokenBucketApolloPlugin<TContext>;
 }
 
 /**
