@@ -21,6 +21,9 @@ export interface SubscriptionLimitOptions {
   chargeEachEvent?: boolean;
 }
 
+/** The options of `SubscriptionLimitOptions`, by name (see `LIMITER_OPTIONS`). */
+export const SUBSCRIPTION_LIMIT_OPTIONS: Readonly<Record<keyof SubscriptionLimitOptions, true>> = { chargeEachEvent: true };
+
 /** Checks `chargeEachEvent` at construction, like every other option. */
 export function chargeEachEventOption(options: SubscriptionLimitOptions, owner: string): boolean {
   const value = options.chargeEachEvent ?? DEFAULT_CHARGE_EACH_EVENT;

@@ -167,8 +167,9 @@ export class Limiter<TContext> {
   /** The logger of the latest operation: where a failing MeterProvider is reported. */
   private logger: Logger | undefined;
 
-  constructor(options: LimiterOptions<TContext>, owner: string) {
-    this.settings = validateOptions(options, owner);
+  /** `known`: every option the adapter takes, its own included (default: the limiter's alone). */
+  constructor(options: LimiterOptions<TContext>, owner: string, known?: Readonly<Record<string, true>>) {
+    this.settings = validateOptions(options, owner, known);
     this.metrics = new LimiterMetrics(this.settings.meterProvider, (error) =>
       (this.logger ?? console).warn(`graphql-token-bucket: recording metrics failed; operations are served without them while the MeterProvider fails: ${describeError(error)}`),
     );

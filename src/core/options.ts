@@ -9,6 +9,7 @@ import { DEFAULT_DENY_CACHE } from './deny-cache.js';
 import type { MeterProviderLike } from './metrics.js';
 import type { Identity } from './tiers.js';
 import { validateRules } from './rules.js';
+import { rejectUnknownOptions } from './unknown-options.js';
 import type { TokenBucketRules } from './rules.js';
 import type { CoordinateRule } from '../cost/cost-model.js';
 
@@ -143,9 +144,42 @@ export interface Settings<TContext> {
   readonly meterProvider: MeterProviderLike | undefined;
 }
 
-/** Checks the options once, at construction: a bad option is a programming error, thrown at once. */
-export function validateOptions<TContext>(options: LimiterOptions<TContext>, owner: string): Settings<TContext> {
+/**
+ * Every option of `LimiterOptions`, by name. A record rather than a list so
+ * that the compiler holds it to the type: an option added to the type and not
+ * here, or named here and not there, does not compile. An adapter with
+ * options of its own spreads this into its own record.
+ */
+export const LIMITER_OPTIONS: Readonly<Record<keyof LimiterOptions<unknown>, true>> = {
+  store: true,
+  buckets: true,
+  identify: true,
+  rules: true,
+  defaultListSize: true,
+  onStoreError: true,
+  storeTimeoutMs: true,
+  chargeIntrospection: true,
+  reportCost: true,
+  refundUnusedCost: true,
+  costHeader: true,
+  rateLimitHeaders: true,
+  measure: true,
+  denyCache: true,
+  meterProvider: true,
+};
+
+/**
+ * Checks the options once, at construction: a bad option is a programming
+ * error, thrown at once. `known` names every option the adapter takes (its
+ * own besides the limiter's); any other key is a `TypeError`.
+ */
+export function validateOptions<TContext>(
+  options: LimiterOptions<TContext>,
+  owner: string,
+  known: Readonly<Record<string, true>> = LIMITER_OPTIONS,
+): Settings<TContext> {
   if (options === null || typeof options !== 'object') throw new TypeError(`${owner} needs an options object`);
+  rejectUnknownOptions(options, known, owner);
   const { store, identify } = options;
   if (!store || (typeof store.acquireAll !== 'function' && typeof store.acquire !== 'function')) {
     throw new TypeError(`${owner} option "store" must be a BucketStore, e.g. new RedisStore(redis) or new MemoryStore()`);

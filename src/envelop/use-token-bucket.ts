@@ -19,6 +19,7 @@ import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { refundUnused } from '../core/refunds.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
+import { USE_TOKEN_BUCKET_OPTIONS } from './options.js';
 import type { UseTokenBucketOptions } from './options.js';
 
 /**
@@ -88,7 +89,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   options: UseTokenBucketOptions<TContext>,
 ): TokenBucketEnvelopPlugin<TContext> {
   const owner = 'useTokenBucket';
-  const limiter = new Limiter<TContext>(options, owner);
+  const limiter = new Limiter<TContext>(options, owner, USE_TOKEN_BUCKET_OPTIONS);
   const eachEvent = chargeEachEventOption(options, owner);
   if (options.logger !== undefined && (typeof options.logger?.warn !== 'function' || typeof options.logger.error !== 'function')) {
     throw new TypeError(`${owner} option "logger" must have warn and error methods`);

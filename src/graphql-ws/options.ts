@@ -1,6 +1,8 @@
 import type { GraphQLSchema } from 'graphql';
 import type { ConnectionInitMessage, Context, SubscribePayload } from 'graphql-ws';
+import { SUBSCRIPTION_LIMIT_OPTIONS } from '../core/events.js';
 import type { SubscriptionLimitOptions } from '../core/events.js';
+import { LIMITER_OPTIONS } from '../core/options.js';
 import type { LimiterOptions, Logger } from '../core/options.js';
 
 /**
@@ -31,3 +33,11 @@ export type SchemaFunction<P extends ConnectionInitMessage['payload'] = Connecti
   id: string,
   payload: SubscribePayload,
 ) => GraphQLSchema | Promise<GraphQLSchema>;
+
+/** Every option of `tokenBucketSubscriptions`, by name: any other is a `TypeError`. */
+export const TOKEN_BUCKET_SUBSCRIPTIONS_OPTIONS: Readonly<Record<keyof TokenBucketSubscriptionsOptions, true>> = {
+  ...LIMITER_OPTIONS,
+  ...SUBSCRIPTION_LIMIT_OPTIONS,
+  schema: true,
+  logger: true,
+};

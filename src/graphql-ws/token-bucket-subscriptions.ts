@@ -10,6 +10,7 @@ import type { Logger } from '../core/options.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
 import { refundUnused } from '../core/refunds.js';
 import { markSubscriptionsLimited, markSubscriptionsLimitedLazily } from '../core/subscriptions.js';
+import { TOKEN_BUCKET_SUBSCRIPTIONS_OPTIONS } from './options.js';
 import type { SchemaFunction, TokenBucketSubscriptionsOptions } from './options.js';
 
 /** The graphql-ws server hooks, spread into `useServer`'s (or `makeServer`'s) options. */
@@ -50,7 +51,7 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
   options: TokenBucketSubscriptionsOptions<P, E>,
 ): TokenBucketSubscriptionsHooks<P, E> {
   const owner = 'tokenBucketSubscriptions';
-  const limiter = new Limiter<Context<P, E>>(options, owner);
+  const limiter = new Limiter<Context<P, E>>(options, owner, TOKEN_BUCKET_SUBSCRIPTIONS_OPTIONS);
   const eachEvent = chargeEachEventOption(options, owner);
   const given: unknown = options.schema;
   if (!isSchema(given) && typeof given !== 'function') {
