@@ -92,6 +92,8 @@ describe.each(stores)('plans on %s', (_name, makeStore) => {
     expect(denied.body.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', bucket: 'api', cost: 1 });
     expect(denied.body.errors?.[0]?.extensions?.['retryAfter']).toBeGreaterThan(719);
 
+    // The bucket refills while the 50 requests run (for seconds on a loaded machine): the wait is 72 s less that.
+    const spending = performance.now();
     for (let i = 0; i < 50; i++) {
       const admitted = await server.post({ query: '{ ping }' }, paid);
       expect(admitted.status).toBe(200);
@@ -101,7 +103,7 @@ describe.each(stores)('plans on %s', (_name, makeStore) => {
     expect(paidDenied.status).toBe(429);
     // 1 token at 50 an hour: 72 s.
     const retryAfter = paidDenied.body.errors?.[0]?.extensions?.['retryAfter'] as number;
-    expect(retryAfter).toBeGreaterThan(71);
+    expect(retryAfter).toBeGreaterThan(72 - (performance.now() - spending) / 1000 - 0.001);
     expect(retryAfter).toBeLessThanOrEqual(72);
   });
 
@@ -165,7 +167,7 @@ describe('plans over graphql-ws', () => {
     expect(outcome.results[0]?.extensions).toEqual({ rateLimit: { api: { cost: 20, remaining: 30, capacity: 50 } } });
   });
 
-  it('logs a plan bucket of another name and runs nothing: graphql-ws closes the socket as an internal error', async () => {
+  it('logs a plan bucket of another name and runs nothing: that operation alone gets an internal error, the socket lives on', async () => {
     const schema = makeExecutableSchema({ typeDefs, resolvers });
     const logger = captureLogger();
     const store = new RecordingStore(new MemoryStore());
@@ -182,10 +184,13 @@ describe('plans over graphql-ws', () => {
     });
     servers.push({ post: () => Promise.reject(new Error('unused')), logger, stop: server.stop });
     const before = resolved;
-    await expect(run(socketClient(server.wsUrl, { user: fresh() }), { query: '{ ping }' })).rejects.toThrow(/socket closed: 4500/);
+    const client = socketClient(server.wsUrl, { user: fresh() });
+    expect(await run(client, { query: '{ ping }' })).toEqual({ results: [], errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }], completed: false });
     expect(resolved).toBe(before);
     expect(store.calls).toEqual([]);
-    expect(logger.errors).toEqual([expect.stringMatching(/^graphql-token-bucket: identify returned a plan's bucket named "other" for bucket "api"/)]);
+    expect(logger.errors).toEqual([expect.stringMatching(/^graphql-token-bucket: .*identify returned a plan's bucket named "other" for bucket "api"/)]);
+    // The socket lives on: an operation that needs no bucket runs over it.
+    expect(await run(client, { query: '{ __typename }' })).toEqual({ results: [{ data: { __typename: 'Query' } }], completed: true });
   });
 });
 
@@ -219,8 +224,7 @@ describe.each(TRANSPORTS)('a plan bucket identify gets wrong, under %s', (transp
     expect(answer.status).toBe(500);
     expect(answer.body.data ?? undefined).toBeUndefined();
     expect(answer.body.errors).toHaveLength(1);
-    // Apollo Server shows the message (format it away with formatError); Yoga masks it.
-    expect(answer.body.errors?.[0]?.extensions?.['code']).toBe('INTERNAL_SERVER_ERROR');
+    expect(answer.body.errors?.[0]).toEqual({ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
     expect(resolved).toBe(before);
     expect(store.calls).toEqual([]);
     expect(server.logger.errors).toHaveLength(1);

@@ -9,7 +9,7 @@ import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
 import type { BucketCheck, DryRun } from '../core/dry-run.js';
 import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
-import { isMisconfiguration, Limiter } from '../core/limiter.js';
+import { Limiter } from '../core/limiter.js';
 import { supergraphPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
@@ -113,7 +113,6 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           } catch (error) {
             // An operation the cost analysis refuses is the client's to fix.
             if (error instanceof GraphQLError) throw withHttpStatus(error, 400, apolloHttp);
-            if (isMisconfiguration(error)) throw error;
             refusals.refused(requestContext.response.http, 500);
             throw operationFault(error, logger, apolloHttp);
           }

@@ -1,3 +1,4 @@
+import { GraphQLError } from 'graphql';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel } from '../cost/cost-model.js';
 import type { PricingSource } from '../cost/federation.js';
@@ -13,7 +14,6 @@ import { validateOptions } from './options.js';
 import type { Refunded } from './refunds.js';
 import type { LimiterOptions, Logger, Settings } from './options.js';
 import { resolveIdentity } from './tiers.js';
-import type { ResolvedIdentity } from './tiers.js';
 import { withTimeout } from './timeout.js';
 import { unrepresentableVariables } from './unrepresentable-variables.js';
 
@@ -285,10 +285,10 @@ export class Limiter<TContext> {
    * Prices one operation and takes its tokens in one store call (or none,
    * when this replica's deny cache already knows the store would deny it).
    * Throws a `GraphQLError` for an operation it refuses (the cost
-   * analysis's, or variables an executor cannot hold as they were priced),
-   * and a `TypeError`/`RangeError`, logged, when `identify` returns what
-   * cannot be a key or a plan's bucket of another name (`isMisconfiguration`);
-   * whatever `identify` itself throws passes through.
+   * analysis's, or variables an executor cannot hold as they were priced)
+   * and the one `identify` throws; any other error, naming the bucket, when
+   * `identify` throws or returns what is not an identity (`undefined`, a
+   * plan's bucket of another name): a fault of this operation alone.
    */
   async decide(input: OperationInput<TContext>): Promise<Decision> {
     const { settings, metrics } = this;
@@ -436,15 +436,17 @@ export class Limiter<TContext> {
     for (const [name, cost] of costs) {
       const configured = settings.buckets.get(name);
       if (configured === undefined) continue; // checked when the model was accepted
-      const identity = await settings.identify(input.context, configured);
-      let resolved: ResolvedIdentity;
+      let identity: unknown;
       try {
-        resolved = resolveIdentity(identity, configured);
+        identity = await settings.identify(input.context, configured);
       } catch (error) {
-        // The user's bug, never a store failure, and never an admission for free.
-        input.logger.error(`graphql-token-bucket: ${describeError(error)}`);
-        throw misconfiguration(error);
+        // The application's own refusal (UNAUTHENTICATED, with its status) is for the client, as it is;
+        // anything else is a fault of this operation alone, which the adapter logs and never shows.
+        if (error instanceof GraphQLError) throw error;
+        throw new Error(`identify threw for bucket "${name}": ${describeError(error)}`, { cause: error });
       }
+      // What is not an identity (undefined, a plan's bucket of another name) is a fault as well, naming the bucket.
+      const resolved = resolveIdentity(identity, configured);
       charges.push({ bucket: resolved.bucket, key: resolved.key, cost, measured: settings.measured.has(name) });
     }
     return charges.length === 0 ? null : charges;
@@ -564,25 +566,6 @@ function describeKey(key: BucketKey): string {
 }
 
 const FREE: Decision = Object.freeze({ kind: 'free' });
-
-/** Errors of the application's set-up the limiter has logged: keys and plans `identify` should not return. */
-const misconfigurations = new WeakSet<object>();
-
-function misconfiguration(error: unknown): unknown {
-  if (typeof error === 'object' && error !== null) misconfigurations.add(error);
-  return error;
-}
-
-/**
- * Whether `decide` threw for a set-up error it logged (a key or plan
- * `identify` should not return), which each adapter answers as its server
- * answers an internal error. Anything else it throws that is not a
- * `GraphQLError` is a fault of `identify` or the store for this operation
- * alone: see `operationFault`.
- */
-export function isMisconfiguration(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && misconfigurations.has(error);
-}
 
 /** Start-up check: every annotation names a known bucket and can ever succeed. */
 function checkAnnotations(model: CostModel, buckets: ReadonlyMap<string, TokenBucket>): void {

@@ -11,7 +11,7 @@ import { operationFault, rateLimitedError, unavailableError, withHttpStatus } fr
 import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
 import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
-import { isMisconfiguration, Limiter } from '../core/limiter.js';
+import { Limiter } from '../core/limiter.js';
 import { stitchedPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
 import type { BucketReport, Decision, OperationInput } from '../core/limiter.js';
@@ -134,7 +134,6 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     } catch (error) {
       // An operation the cost analysis refuses is the client's to fix.
       if (error instanceof GraphQLError) return { answer: { errors: [withHttpStatus(error, 400, yogaHttp)] } };
-      if (isMisconfiguration(error)) throw error;
       refusals.refused(request, 500);
       return { answer: { errors: [operationFault(error, logger, yogaHttp)] } };
     }

@@ -4,7 +4,7 @@ import type { ConnectionInitMessage, Context, OperationResult, SubscribePayload 
 import { operationFault, rateLimitedError, unavailableError } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable, reportOnFirst } from '../core/events.js';
 import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
-import { isMisconfiguration, Limiter } from '../core/limiter.js';
+import { Limiter } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
@@ -128,8 +128,6 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
       } catch (error) {
         // An operation the cost analysis refuses is the client's to fix.
         if (error instanceof GraphQLError) return [error];
-        // A key or plan identify should not return: graphql-ws's internal error, as documented.
-        if (isMisconfiguration(error)) throw error;
         // identify's or the store's fault ends this operation alone: the socket and its other operations live on.
         return [operationFault(error, logger)];
       }
