@@ -81,7 +81,23 @@ export function withHttpStatus(error: GraphQLError, status: number, http?: HttpE
 }
 
 export function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  const message = error instanceof Error ? error.message : String(error);
+  const bucket = typeof error === 'object' && error !== null ? identifyFaults.get(error) : undefined;
+  return bucket === undefined ? message : `identify threw for bucket "${bucket}": ${message}`;
+}
+
+/** What `identify` threw, by the bucket it was asked for: the log names it. */
+const identifyFaults = new WeakMap<object, string>();
+
+/**
+ * What `identify` threw for `bucket`, to be thrown on unchanged (the
+ * application's own errors keep their class and status); `describeError`
+ * then names the bucket.
+ */
+export function identifyFault(error: unknown, bucket: string): unknown {
+  if (typeof error !== 'object' || error === null) return new Error(`identify threw for bucket "${bucket}": ${String(error)}`);
+  identifyFaults.set(error, bucket);
+  return error;
 }
 
 /**

@@ -1,4 +1,3 @@
-import { GraphQLError } from 'graphql';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { CostModel } from '../cost/cost-model.js';
 import type { PricingSource } from '../cost/federation.js';
@@ -8,7 +7,7 @@ import { acquireAllFrom } from '../stores/validate.js';
 import type { TokenBucket } from '../token-bucket.js';
 import { DenyCache } from './deny-cache.js';
 import type { StoreCall } from './deny-cache.js';
-import { describeError, schemaRefusedError } from './errors.js';
+import { describeError, identifyFault, schemaRefusedError } from './errors.js';
 import { LimiterMetrics } from './metrics.js';
 import { validateOptions } from './options.js';
 import type { Refunded } from './refunds.js';
@@ -440,10 +439,10 @@ export class Limiter<TContext> {
       try {
         identity = await settings.identify(input.context, configured);
       } catch (error) {
-        // The application's own refusal (UNAUTHENTICATED, with its status) is for the client, as it is;
-        // anything else is a fault of this operation alone, which the adapter logs and never shows.
-        if (error instanceof GraphQLError) throw error;
-        throw new Error(`identify threw for bucket "${name}": ${describeError(error)}`, { cause: error });
+        // Passed on as it is: the application's own refusal (a GraphQLError,
+        // UNAUTHENTICATED with its status) is for the client; anything else is
+        // a fault of this operation alone, which the adapter logs, naming the bucket.
+        throw identifyFault(error, name);
       }
       // What is not an identity (undefined, a plan's bucket of another name) is a fault as well, naming the bucket.
       const resolved = resolveIdentity(identity, configured);

@@ -17,6 +17,7 @@ import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { refundUnused } from '../core/refunds.js';
+import { MERCURIUS_TOKEN_BUCKET_OPTIONS } from './options.js';
 import type { MercuriusTokenBucketOptions } from './options.js';
 import { MercuriusRefusal } from './refusal.js';
 import { SubscriptionLimiter } from './subscriptions.js';
@@ -77,7 +78,7 @@ const UNKNOWN_NAME: unique symbol = Symbol('unknown operation name');
  */
 export const mercuriusTokenBucket: MercuriusTokenBucketPlugin = async function mercuriusTokenBucket(app, options) {
   const owner = 'mercuriusTokenBucket';
-  const limiter = new Limiter<MercuriusContext>(options, owner);
+  const limiter = new Limiter<MercuriusContext>(options, owner, MERCURIUS_TOKEN_BUCKET_OPTIONS);
   const eachEvent = chargeEachEventOption(options, owner);
   if (options.logger !== undefined && (typeof options.logger?.warn !== 'function' || typeof options.logger.error !== 'function')) {
     throw new TypeError(`${owner} option "logger" must have warn and error methods`);
