@@ -1,3 +1,4 @@
+import { LIMITER_OPTIONS } from '../core/options.js';
 import type { LimiterOptions, Logger } from '../core/options.js';
 
 /**
@@ -56,21 +57,7 @@ const OWN_OPTIONS = ['logger', 'contextSecret', 'maxPayloadBytes'] as const;
 
 /** Every option `routerCoprocessor` takes, by name: any other key is a `TypeError`. */
 export const ROUTER_OPTIONS: Readonly<Record<keyof RouterCoprocessorOptions, true>> = {
-  store: true,
-  buckets: true,
-  identify: true,
-  rules: true,
-  defaultListSize: true,
-  onStoreError: true,
-  storeTimeoutMs: true,
-  chargeIntrospection: true,
-  reportCost: true,
-  refundUnusedCost: true,
-  costHeader: true,
-  rateLimitHeaders: true,
-  measure: true,
-  denyCache: true,
-  meterProvider: true,
+  ...LIMITER_OPTIONS,
   ...(Object.fromEntries(OWN_OPTIONS.map((name) => [name, true])) as Record<(typeof OWN_OPTIONS)[number], true>),
 };
 

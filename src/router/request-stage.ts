@@ -3,9 +3,8 @@ import type { GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
-import { internalError, operationFault, rateLimitedError, schemaRefusedError, unavailableError } from '../core/errors.js';
+import { operationFault, rateLimitedError, schemaRefusedError, unavailableError } from '../core/errors.js';
 import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
-import { isMisconfiguration } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import { RateLimitFields } from '../core/ratelimit-headers.js';
 import { RATE_LIMITER_UNAVAILABLE } from '../client.js';
@@ -130,8 +129,9 @@ async function validated(state: CoprocessorState, payload: Payload, input: Opera
 /**
  * The answer to an operation the limiter could not decide: one the cost
  * analysis refuses (or `identify` refuses with a `GraphQLError`) is the
- * client's, with that error's own HTTP status if it names one; a bad key
- * from `identify` (logged) or a failure of `identify` is a server error.
+ * client's, with that error's own HTTP status if it names one; a failure of
+ * `identify`, or what it returns that is not an identity, is a server
+ * error (logged).
  */
 function refused(state: CoprocessorState, payload: Payload, error: unknown): Answer {
   if (error instanceof GraphQLError) {
@@ -139,7 +139,6 @@ function refused(state: CoprocessorState, payload: Payload, error: unknown): Ans
     const status = statusOf(http) ?? (error.extensions['code'] === RATE_LIMITER_UNAVAILABLE ? 503 : 400);
     return breakWith(payload, status, errorsBody(error), headersOfExtension(http));
   }
-  if (isMisconfiguration(error)) return breakWith(payload, 500, errorsBody(internalError()));
   return breakWith(payload, 500, errorsBody(operationFault(error, state.logger)));
 }
 

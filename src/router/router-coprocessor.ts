@@ -5,7 +5,7 @@ import { Limiter } from '../core/limiter.js';
 import { ChargeSealer, RefundLedger } from './charge-record.js';
 import type { CoprocessorState } from './coprocessor-state.js';
 import { Documents } from './documents.js';
-import { routerSettings } from './options.js';
+import { ROUTER_OPTIONS, routerSettings } from './options.js';
 import type { RouterCoprocessorOptions, RouterRequest } from './options.js';
 import { PROTOCOL_VERSION, SUPERGRAPH_REQUEST, SUPERGRAPH_RESPONSE, breakWith, errorsBody, isObject, unchanged } from './payload.js';
 import type { Answer, Payload } from './payload.js';
@@ -32,7 +32,7 @@ import { Supergraphs } from './supergraphs.js';
 export function routerCoprocessor(options: RouterCoprocessorOptions): RequestListener {
   const owner = 'routerCoprocessor';
   const { logger, contextSecret, maxPayloadBytes } = routerSettings(options, owner);
-  const limiter = new Limiter<RouterRequest>(options, owner);
+  const limiter = new Limiter<RouterRequest>(options, owner, ROUTER_OPTIONS);
   const logged = new Set<string>();
   const state: CoprocessorState = {
     limiter,
