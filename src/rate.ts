@@ -10,6 +10,13 @@ export class Rate {
   /** The period in whole microseconds (>= 1). */
   readonly periodUs: number;
 
+  /**
+   * @param tokens Tokens added every period: an integer from 1 to
+   *   `Number.MAX_SAFE_INTEGER`, else a `RangeError`.
+   * @param periodMs The period in milliseconds, kept in whole microseconds:
+   *   from 0.001 (1 µs) to `Number.MAX_SAFE_INTEGER` µs, else a `RangeError`.
+   *   No default: `new Rate(1, 3000)` is one token every 3 seconds.
+   */
   constructor(tokens: number, periodMs: number) {
     if (!Number.isSafeInteger(tokens) || tokens < 1) {
       throw new RangeError('a rate must refill at least one token');
@@ -37,14 +44,17 @@ export class Rate {
     return (this.tokens * 1000) / this.periodUs;
   }
 
+  /** `n` tokens a second, added continuously: `new Rate(n, 1000)`. `n` an integer >= 1. */
   static perSecond(n: number): Rate {
     return new Rate(n, 1000);
   }
 
+  /** `n` tokens a minute, added continuously: `new Rate(n, 60_000)`. `n` an integer >= 1. */
   static perMinute(n: number): Rate {
     return new Rate(n, 60_000);
   }
 
+  /** `n` tokens an hour, added continuously: `new Rate(n, 3_600_000)`. `n` an integer >= 1. */
   static perHour(n: number): Rate {
     return new Rate(n, 3_600_000);
   }

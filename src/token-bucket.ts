@@ -18,10 +18,22 @@ const MAX_REFILL_US = BigInt(MAX_REFILL_YEARS) * 31_557_600_000_000n;
  * and bound every stored time by it.
  */
 export class TokenBucket {
+  /** What `@tokenBucket(name:)`, `rules` and reports call it: 1-64 characters of `[A-Za-z0-9_.-]`. */
   readonly name: string;
+  /** The most tokens it holds, and what a new identity starts with (the burst). */
   readonly capacity: number;
+  /** How fast it refills. */
   readonly rate: Rate;
 
+  /**
+   * @param name 1-64 characters of `[A-Za-z0-9_.-]`, else a `RangeError`.
+   * @param capacity The burst: a non-negative safe integer, else a
+   *   `RangeError` (0 admits only operations that cost nothing).
+   * @param rate How fast an emptied bucket refills, e.g. `Rate.perMinute(100)`.
+   *   A bucket whose full refill (capacity × period ÷ tokens) takes longer
+   *   than `MAX_REFILL_YEARS` (100) years is a `RangeError`.
+   * No defaults: every bucket says all three.
+   */
   constructor(name: string, capacity: number, rate: Rate) {
     if (typeof name !== 'string' || !NAME.test(name)) {
       throw new RangeError(`a bucket name must be 1-64 characters of [A-Za-z0-9_.-], got ${JSON.stringify(name)}`);

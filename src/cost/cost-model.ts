@@ -30,11 +30,11 @@ export interface CostModelOptions {
    * type-level directive on it prices introspection too. Default `true`.
    */
   chargeIntrospection?: boolean | undefined;
-  /** Bucket rules by schema coordinate, as `@tokenBucket` on that type or field would say. An unknown coordinate is an error. */
+  /** Bucket rules by schema coordinate, as `@tokenBucket` on that type or field would say. An unknown coordinate is an error. Default: none. */
   rules?: ReadonlyMap<string, readonly CoordinateRule[]> | undefined;
-  /** Federation: the selection each `@requires` field needs fetched first (`'Type.field'` → selections on `Type`); the field also pays for it. */
+  /** Federation: the selection each `@requires` field needs fetched first (`'Type.field'` → selections on `Type`); the field also pays for it. Default: none. */
   requires?: RequiredSelections | undefined;
-  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs); each object then also pays for the entity fetches its selection needs. */
+  /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs); each object then also pays for the entity fetches its selection needs. Default: none (one graph). */
   graphs?: ReadonlyMap<string, bigint> | undefined;
   /** Federation: how each subgraph finds each entity, which bounds the fetches of a plan not known in advance (`PricingSource.federation`). */
   federation?: FederationModel | undefined;

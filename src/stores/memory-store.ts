@@ -15,13 +15,14 @@ export interface MemoryStoreOptions {
   now?: () => number;
   /**
    * How often buckets that are full again are dropped, in ms: 1 to
-   * 2,147,483,647 (the longest a Node timer waits). Default `DEFAULT_SWEEP_INTERVAL_MS`.
+   * 2,147,483,647 (the longest a Node timer waits). Default `DEFAULT_SWEEP_INTERVAL_MS` (10,000).
+   * No sweep timer runs when `now` is given.
    */
   sweepIntervalMs?: number;
   /**
    * How many (bucket, key) pairs the store remembers its takes of, so that
-   * `refund` can give them back. Default `DEFAULT_MAX_RECEIPTS`; 0 turns
-   * refunds off.
+   * `refund` can give them back. Default `DEFAULT_MAX_RECEIPTS` (10,000); 0
+   * turns refunds off.
    */
   maxReceipts?: number;
 }
@@ -59,6 +60,7 @@ export class MemoryStore implements BucketStore {
   private nextSweep: number;
   private timer: ReturnType<typeof setInterval> | undefined;
 
+  /** @param options `now` (default the system clock), `sweepIntervalMs` (default 10,000) and `maxReceipts` (default 10,000); all optional. */
   constructor(options: MemoryStoreOptions = {}) {
     if (options.now !== undefined && typeof options.now !== 'function') {
       throw new TypeError('MemoryStore option "now" must be a function returning milliseconds');

@@ -31,8 +31,8 @@ export interface RedisStoreOptions {
   prefix?: string;
   /**
    * How many (bucket, key) pairs the store remembers its takes of, so that
-   * `refund` can give them back. Default `DEFAULT_MAX_RECEIPTS`; 0 turns
-   * refunds off.
+   * `refund` can give them back. Default `DEFAULT_MAX_RECEIPTS` (10,000); 0
+   * turns refunds off.
    */
   maxReceipts?: number;
 }
@@ -123,6 +123,13 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   private readonly unanswered = new Set<Promise<unknown>>();
   private barrier: Promise<unknown> | undefined;
 
+  /**
+   * @param client An ioredis or iovalkey `Redis` or `Cluster`, or a connected
+   *   node-redis 5 client, pool or cluster (`store.client` is this object);
+   *   anything else is a `TypeError`. Give it the fail-fast options of
+   *   docs/redis.md.
+   * @param options `prefix` (default `"tb:"`) and `maxReceipts` (default 10,000).
+   */
   constructor(client: Client, options: RedisStoreOptions = {}) {
     const maxReceipts = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
     if (!Number.isSafeInteger(maxReceipts) || maxReceipts < 0) {
