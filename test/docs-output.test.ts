@@ -147,7 +147,7 @@ describe.concurrent('what the manual says its commands print', () => {
     } finally {
       await server.stop();
     }
-  }, 240_000);
+  }, 400_000);
 });
 
 // The example's buckets are the ones the manual's numbers assume.

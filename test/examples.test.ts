@@ -51,7 +51,7 @@ describe('npm start (examples/server.ts)', () => {
     const socket = socketClient(`ws://localhost:${example.port}/`, { 'x-user-id': 'npm-start' });
     const outcome = await run(socket, { query: 'subscription { countdown(from: 1, everyMs: 10) }' });
     expect(outcome.results.map((r) => r.data)).toEqual([{ countdown: 1 }, { countdown: 0 }]);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('examples/yoga.ts', () => {
@@ -72,7 +72,7 @@ describe('examples/yoga.ts', () => {
       expect(Number(answer.headers.get('retry-after'))).toBe(Math.ceil(retryAfter));
       expect(retryAfter).toBeLessThanOrEqual(3);
     }
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('examples/subscriptions.ts', () => {
@@ -89,7 +89,7 @@ describe('examples/subscriptions.ts', () => {
     const refused = await run(socket, { query: 'subscription { clock }' });
     expect(refused.results).toEqual([]);
     expect(refused.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'RATE_LIMITED', bucket: 'live', cost: 1 }) as unknown })]);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('examples/measure-mode.ts', () => {
@@ -104,7 +104,7 @@ describe('examples/measure-mode.ts', () => {
     const shown = codeBlocks(ROOT, 'docs/measure-mode.md').find((b) => b.text.startsWith('graphql-token-bucket: would deny'));
     expect(shown, 'docs/measure-mode.md shows the warning').toBeDefined();
     expect(outputDifference(shown?.text ?? '', warning)).toBeUndefined();
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('examples/router-coprocessor.ts', () => {

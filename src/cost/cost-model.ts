@@ -36,9 +36,9 @@ export interface CostModelOptions {
   requires?: RequiredSelections | undefined;
   /** Federation: per field (`'Product.reviews'`), the subgraphs that resolve it, one bit each (as many bits as subgraphs); each object then also pays for the entity fetches its selection needs. Default: none (one graph). */
   graphs?: ReadonlyMap<string, bigint> | undefined;
-  /** Federation: how each subgraph finds each entity, which bounds the fetches of a plan not known in advance (`PricingSource.federation`). */
+  /** Federation: how each subgraph finds each entity, which bounds the fetches of a plan not known in advance (`PricingSource.federation`). Default: none. */
   federation?: FederationModel | undefined;
-  /** Federation: the gateway's query plans, whose fetches are priced where they are known (`PricingSource.plans`). */
+  /** Federation: the gateway's query plans, whose fetches are priced where they are known (`PricingSource.plans`). Default: none. */
   plans?: PlannedFetches | undefined;
 }
 

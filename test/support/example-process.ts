@@ -45,7 +45,7 @@ export async function startExample(file: string, env: Record<string, string> = {
       return output;
     },
     port,
-    async waitFor(pattern, timeoutMs = 90_000) {
+    async waitFor(pattern, timeoutMs = 180_000) {
       let match: RegExpExecArray | null = null;
       try {
         await waitFor(`${file} to print ${String(pattern)}`, timeoutMs, () => (match = pattern.exec(output)) !== null || child.exitCode !== null);
