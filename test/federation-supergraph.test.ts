@@ -6,6 +6,7 @@ import { composeServices } from '@apollo/composition';
 import { getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CostModel, supergraphPricing } from '../src/index.js';
+import { MAX_PLANNED_FIELDS } from '../src/cost/query-plans.js';
 
 const FEDERATION = '@link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key", "@external", "@provides", "@override", "@shareable", "@cost"])';
 
@@ -99,6 +100,14 @@ describe("pricing a supergraph's query plans (what Apollo Gateway runs, and Apol
     // Every label set: price from pricing, one entity fetch per product. 10 × (1 + 1) = 20
     expect(charge(supergraphPricing(sdl, { overrideLabels: 'both' }), '{ stock { price } }')).toBe(20);
     expect(charge(supergraphPricing(sdl, { overrideLabels: 'unset' }), '{ stock { price } }')).toBe(10);
+  });
+
+  it(`a document of more than ${MAX_PLANNED_FIELDS} fields is priced by the bound, not planned`, () => {
+    const source = supergraphPricing(sdl);
+    const padding = (n: number) => Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(' ');
+    // The plan: 10; the bound: 30 (above). The document's own fields: stock, price and the padding.
+    expect(charge(source, `{ stock { price } ${padding(MAX_PLANNED_FIELDS - 2)} }`)).toBe(10);
+    expect(charge(source, `{ stock { price } ${padding(MAX_PLANNED_FIELDS - 1)} }`)).toBe(30);
   });
 
   it('refuses options it does not know, by name', () => {

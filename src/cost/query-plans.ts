@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { BREAK, Kind, visit } from 'graphql';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import type { FetchCounts } from './fetch-counts.js';
 import { planFetchCounts } from './plan-fetches.js';
@@ -19,6 +20,15 @@ interface PlannerModules {
 }
 
 let modules: PlannerModules | Error | undefined;
+
+/**
+ * The most fields a document may hold (each written field once, fragments
+ * included) for its plan to be made here: planning takes about ten times
+ * what graphql-js takes to validate the document, and more than that on
+ * larger ones, so beyond this the bound prices it, in time linear in the
+ * document. Every plan made here is one the gateway makes too.
+ */
+export const MAX_PLANNED_FIELDS = 500;
 
 /**
  * Apollo's query planner, loaded on first use rather than imported (an
@@ -63,9 +73,10 @@ type Build = (document: DocumentNode, operationName: string | undefined) => read
  * The query plans Apollo Gateway makes for one supergraph, as fetch counts:
  * built by the same planner from the same supergraph, with the planner's
  * own limits as the gateway sets them, once per operation of a document
- * (as the gateway keeps its plans). An operation the planner refuses is
- * priced by the bound (`countsFor` answers null), as is every operation when
- * the planner cannot be loaded.
+ * (as the gateway keeps its plans). An operation the planner refuses, or
+ * of a document of more than `MAX_PLANNED_FIELDS` fields, is priced by the
+ * bound (`countsFor` answers null), as is every operation when the planner
+ * cannot be loaded.
  *
  * `labels`: the progressive overrides' labels to plan for both ways (a
  * router that sets them per request): each object then costs the most of
@@ -88,7 +99,7 @@ export class QueryPlans {
     const known = byOperation?.get(operation);
     if (known !== undefined) return known;
     let counts: FetchCounts | null = null;
-    const planner = this.plannerFor();
+    const planner = fieldCount(document) <= MAX_PLANNED_FIELDS ? this.plannerFor() : null;
     if (planner !== null) {
       try {
         const each = planner(document, operation.name?.value).map((plan) => planFetchCounts(plan, document, operation, this.schema));
@@ -129,4 +140,16 @@ export class QueryPlans {
     }
     return this.planner;
   }
+}
+
+/** The fields written in a document, stopping past `MAX_PLANNED_FIELDS`. */
+function fieldCount(document: DocumentNode): number {
+  let count = 0;
+  visit(document, {
+    [Kind.FIELD]() {
+      count++;
+      return count > MAX_PLANNED_FIELDS ? BREAK : undefined;
+    },
+  });
+  return count;
 }

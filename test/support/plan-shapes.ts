@@ -3,11 +3,15 @@
 // port), composed with @apollo/composition, counting the work each does —
 // every object a resolver returns 1, every entity it finds by key for the
 // gateway (`__resolveReference`) 1.
+import { createServer } from 'node:http';
 import { composeServices } from '@apollo/composition';
 import { ApolloServer } from '@apollo/server';
-import { startStandaloneServer } from '@apollo/server/standalone';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { buildSubgraphSchema } from '@apollo/subgraph';
+import { expressMiddleware } from '@as-integrations/express5';
+import express from 'express';
 import { parse } from 'graphql';
+import { listen } from './adapters.js';
 
 /** Objects and entity resolutions, per subgraph. */
 export class ShapeWork {
@@ -206,10 +210,20 @@ export async function serveShape(shape: Shape): Promise<ServedShape> {
   const services = [];
   for (const [name, subgraph] of Object.entries(shape.subgraphs)) {
     const typeDefs = parse(subgraph.typeDefs);
-    const server = new ApolloServer({ schema: buildSubgraphSchema({ typeDefs, resolvers: subgraph.resolvers(work) as never }), logger: quiet });
-    const { url } = await startStandaloneServer(server, { listen: { port: 0, host: '127.0.0.1' } });
+    const app = express();
+    const httpServer = createServer(app);
+    // Longer than any test: the subgraph never closes a kept-alive connection as the gateway reuses it (ECONNRESET on a loaded machine).
+    httpServer.keepAliveTimeout = 10 * 60_000;
+    const server = new ApolloServer({
+      schema: buildSubgraphSchema({ typeDefs, resolvers: subgraph.resolvers(work) as never }),
+      logger: quiet,
+      plugins: [ApolloServerPluginDrainHttpServer({ httpServer })],
+    });
+    await server.start();
+    app.use('/', express.json(), expressMiddleware(server));
+    const port = await listen(httpServer);
     servers.push(server);
-    services.push({ name, typeDefs, url });
+    services.push({ name, typeDefs, url: `http://127.0.0.1:${port}/` });
   }
   const result = composeServices(services);
   if (result.errors !== undefined) throw new Error(`composition failed: ${result.errors.map((e) => e.message).join('; ')}`);
