@@ -84,6 +84,14 @@ export class BooksResolver {
     return books.filter((b) => b.title.includes(term));
   }
 
+  @Query(() => Int)
+  @Directive('@tokenBucket(name: "api")')
+  @Directive('@cost(weight: "7")')
+  report(): number {
+    runs.push('report');
+    return 7;
+  }
+
   @Query(() => String)
   @UseGuards(UserGuard)
   @Directive('@tokenBucket(name: "api", cost: 1)')

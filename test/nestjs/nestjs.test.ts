@@ -59,6 +59,14 @@ describe.each(['code-first', 'schema-first'] as const)('a NestJS application, %s
   });
 });
 
+describe('a NestJS application, code-first, with IBM cost weights', () => {
+  it("charges a field's @cost given with @Directive, which the schema does not declare", async () => {
+    const { url, store } = await start();
+    expect((await post(url, '{ report }', { 'x-user-id': 'weights' })).body).toEqual({ data: { report: 7 } });
+    expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:7']]);
+  });
+});
+
 describe('a NestJS application priced by rules, with no directive in its code', () => {
   it('charges as @tokenBucket would', async () => {
     const { url, store } = await start({ form: 'rules', rules: { 'Query.books': { bucket: 'api' } } });
