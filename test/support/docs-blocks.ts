@@ -63,10 +63,10 @@ export function manualPages(root: string): string[] {
 
 /** Entry points as a user imports them, for the paths an example imports them by. */
 const ENTRY_POINTS: [RegExp, string][] = [
-  [/'\.\.\/src\/index\.js'/g, "'graphql-token-bucket'"],
-  [/'\.\.\/src\/client\.js'/g, "'graphql-token-bucket/client'"],
-  [/'\.\.\/src\/apollo-client\.js'/g, "'graphql-token-bucket/apollo-client'"],
-  [/'\.\.\/src\/([\w-]+)\/index\.js'/g, "'graphql-token-bucket/$1'"],
+  [/'(?:\.\.\/)+src\/index\.js'/g, "'graphql-token-bucket'"],
+  [/'(?:\.\.\/)+src\/client\.js'/g, "'graphql-token-bucket/client'"],
+  [/'(?:\.\.\/)+src\/apollo-client\.js'/g, "'graphql-token-bucket/apollo-client'"],
+  [/'(?:\.\.\/)+src\/([\w-]+)\/index\.js'/g, "'graphql-token-bucket/$1'"],
 ];
 
 /** An example file as the manual shows it: from its first import on, importing the package by its published names. */

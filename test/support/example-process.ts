@@ -28,11 +28,11 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts `examples/<file>` with tsx, PORT a free port, and `env` on top of this process's environment. */
+/** Starts `examples/<file>` with tsx (a built `.js` file with node alone), PORT a free port, and `env` on top of this process's environment. */
 export async function startExample(file: string, env: Record<string, string> = {}): Promise<ExampleProcess> {
   const port = await freePort();
   let output = '';
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', file], {
+  const child: ChildProcess = spawn(process.execPath, file.endsWith('.js') ? [file] : ['--import', 'tsx', file], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
