@@ -41,14 +41,23 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * The payload as it came, for the Router to keep everything as it is:
- * `sdl` left out (the Router ignores it in an answer, and it may be
- * megabytes).
+ * The answer that changes nothing: the control fields alone. The Router keeps
+ * every field an answer leaves out, so the client's request and response
+ * reach it as it sent them — sent back through `JSON.parse` and
+ * `JSON.stringify`, a number beyond 2^53 would come back rounded.
  */
 export function unchanged(payload: Payload): Answer {
-  const rest: Answer = { ...payload };
-  delete rest['sdl'];
-  return rest;
+  const answer: Answer = { version: payload.version, stage: payload.stage, id: payload.id };
+  if (payload.control !== undefined) answer['control'] = payload.control;
+  return answer;
+}
+
+/**
+ * A part of the answer sent as this JSON text: the Router's response body
+ * with the report spliced in (`raw-json.ts`).
+ */
+export class RawJson {
+  constructor(readonly text: string) {}
 }
 
 /** The context entries of a payload (`context.entries`), or none. */
@@ -57,9 +66,9 @@ export function contextEntries(payload: Payload): Readonly<Record<string, unknow
   return isObject(entries) ? entries : EMPTY;
 }
 
-/** `payload` with context entries added (the Router upserts each entry an answer holds). */
-export function withContextEntries(answer: Answer, payload: Payload, added: Readonly<Record<string, unknown>>): Answer {
-  return { ...answer, context: { entries: { ...contextEntries(payload), ...added } } };
+/** `answer` with context entries set (the Router upserts each entry an answer holds, and keeps the others). */
+export function withContextEntries(answer: Answer, entries: Readonly<Record<string, unknown>>): Answer {
+  return { ...answer, context: { entries } };
 }
 
 /**

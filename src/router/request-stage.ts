@@ -86,12 +86,12 @@ export async function supergraphRequest(state: CoprocessorState, payload: Payloa
     }
     case 'allowed': {
       const record = chargeRecord(state, payload, input, decision, mode, supergraph);
-      return record === undefined ? proceed(payload) : withContextEntries(proceed(payload), payload, { [CHARGE_CONTEXT_KEY]: state.sealer.seal(record) });
+      return record === undefined ? proceed(payload) : withContextEntries(proceed(payload), { [CHARGE_CONTEXT_KEY]: state.sealer.seal(record) });
     }
   }
 }
 
-/** The payload back, the operation let through. */
+/** The operation let through, as the Router sent it. */
 function proceed(payload: Payload): Answer {
   return { ...unchanged(payload), control: 'continue' };
 }

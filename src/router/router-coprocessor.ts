@@ -7,7 +7,7 @@ import type { CoprocessorState } from './coprocessor-state.js';
 import { Documents } from './documents.js';
 import { ROUTER_OPTIONS, routerSettings } from './options.js';
 import type { RouterCoprocessorOptions, RouterRequest } from './options.js';
-import { PROTOCOL_VERSION, SUPERGRAPH_REQUEST, SUPERGRAPH_RESPONSE, breakWith, errorsBody, isObject, unchanged } from './payload.js';
+import { PROTOCOL_VERSION, RawJson, SUPERGRAPH_REQUEST, SUPERGRAPH_RESPONSE, breakWith, errorsBody, isObject, unchanged } from './payload.js';
 import type { Answer, Payload } from './payload.js';
 import { supergraphRequest } from './request-stage.js';
 import { supergraphResponse } from './response-stage.js';
@@ -16,7 +16,8 @@ import { Supergraphs } from './supergraphs.js';
 /**
  * Apollo Router's coprocessor, as a Node request listener: each POST is a
  * payload of the Router's coprocessor protocol (version 1), answered with
- * HTTP 200 and the payload back. At `SupergraphRequest` the operation is
+ * HTTP 200 and what the limiter changes of it (the Router keeps every field
+ * an answer leaves out). At `SupergraphRequest` the operation is
  * priced against the supergraph the Router sends and its tokens taken in
  * one store call; a denied one is ended there with HTTP 429, `Retry-After`
  * and §3's error. At `SupergraphResponse` the charge sealed in the Router's
@@ -49,7 +50,7 @@ export function routerCoprocessor(options: RouterCoprocessorOptions): RequestLis
     },
   };
 
-  async function answer(payload: Payload): Promise<Answer> {
+  async function answer(payload: Payload, text: string): Promise<Answer> {
     try {
       if (payload.version !== PROTOCOL_VERSION) {
         if (payload.stage === SUPERGRAPH_REQUEST) {
@@ -61,7 +62,7 @@ export function routerCoprocessor(options: RouterCoprocessorOptions): RequestLis
         case SUPERGRAPH_REQUEST:
           return await supergraphRequest(state, payload);
         case SUPERGRAPH_RESPONSE:
-          return await supergraphResponse(state, payload);
+          return await supergraphResponse(state, payload, text);
         default:
           return unchanged(payload);
       }
@@ -77,7 +78,7 @@ export function routerCoprocessor(options: RouterCoprocessorOptions): RequestLis
   };
 }
 
-async function serve(request: IncomingMessage, response: ServerResponse, maxPayloadBytes: number, answer: (payload: Payload) => Promise<Answer>): Promise<void> {
+async function serve(request: IncomingMessage, response: ServerResponse, maxPayloadBytes: number, answer: (payload: Payload, text: string) => Promise<Answer>): Promise<void> {
   // A client that goes away mid-request is no error of the coprocessor's.
   request.on('error', () => undefined);
   response.on('error', () => undefined);
@@ -91,9 +92,10 @@ async function serve(request: IncomingMessage, response: ServerResponse, maxPayl
     return;
   }
   if (body === undefined) return;
+  const text = body.toString('utf8');
   let payload: unknown;
   try {
-    payload = JSON.parse(body.toString('utf8'));
+    payload = JSON.parse(text);
   } catch {
     send(response, 400, { error: 'the body is not JSON: POST a coprocessor payload of Apollo Router' });
     return;
@@ -102,18 +104,21 @@ async function serve(request: IncomingMessage, response: ServerResponse, maxPayl
     send(response, 400, { error: 'the body is not a coprocessor payload (a JSON object)' });
     return;
   }
-  const answered = await answer(payload);
+  const answered = await answer(payload, text);
   sendJson(response, 200, answerJson(answered));
 }
 
 /**
- * The answer as JSON. A payload too deep for `JSON.stringify` to write back
- * is answered without the parts it echoes: what an answer leaves out, the
- * Router keeps as it was.
+ * The answer as JSON, a raw body spliced in as it is. One that cannot be
+ * written is answered with its control fields alone: what an answer leaves
+ * out, the Router keeps as it was.
  */
 function answerJson(answer: Answer): string {
+  const { body, ...rest } = answer;
   try {
-    return JSON.stringify(answer);
+    if (!(body instanceof RawJson)) return JSON.stringify(answer);
+    const head = JSON.stringify(rest);
+    return `${head.slice(0, -1)}${head === '{}' ? '' : ','}"body":${body.text}}`;
   } catch {
     const control = answer['control'] === undefined ? {} : { control: answer['control'] };
     return JSON.stringify({ version: answer['version'], stage: answer['stage'], id: answer['id'], ...control });

@@ -238,3 +238,14 @@ export function without(payload: Record<string, unknown>, ...keys: string[]): Re
   for (const key of keys) delete rest[key];
   return rest;
 }
+
+/**
+ * The answer that changes nothing: the control fields alone (the Router
+ * keeps what an answer leaves out).
+ */
+export function unchangedAnswer(payload: Record<string, unknown>, control?: unknown): Record<string, unknown> {
+  const answer: Record<string, unknown> = { version: payload['version'], stage: payload['stage'], id: payload['id'] };
+  const kept = control ?? payload['control'];
+  if (kept !== undefined) answer['control'] = kept;
+  return answer;
+}
