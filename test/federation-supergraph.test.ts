@@ -6,7 +6,7 @@ import { composeServices } from '@apollo/composition';
 import { getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CostModel, supergraphPricing } from '../src/index.js';
-import { MAX_PLANNED_FIELDS } from '../src/cost/query-plans.js';
+import { MAX_PLANNED_SELECTIONS } from '../src/cost/query-plans.js';
 
 const FEDERATION = '@link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key", "@external", "@provides", "@override", "@shareable", "@cost"])';
 
@@ -102,12 +102,17 @@ describe("pricing a supergraph's query plans (what Apollo Gateway runs, and Apol
     expect(charge(supergraphPricing(sdl, { overrideLabels: 'unset' }), '{ stock { price } }')).toBe(10);
   });
 
-  it(`a document of more than ${MAX_PLANNED_FIELDS} fields is priced by the bound, not planned`, () => {
+  it(`an operation of more than ${MAX_PLANNED_SELECTIONS} selections, its fragments spread out, is priced by the bound, not planned`, () => {
     const source = supergraphPricing(sdl);
     const padding = (n: number) => Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(' ');
-    // The plan: 10; the bound: 30 (above). The document's own fields: stock, price and the padding.
-    expect(charge(source, `{ stock { price } ${padding(MAX_PLANNED_FIELDS - 2)} }`)).toBe(10);
-    expect(charge(source, `{ stock { price } ${padding(MAX_PLANNED_FIELDS - 1)} }`)).toBe(30);
+    // The plan: 10; the bound: 30 (above). The selections: stock, price and the padding.
+    expect(charge(source, `{ stock { price } ${padding(MAX_PLANNED_SELECTIONS - 2)} }`)).toBe(10);
+    expect(charge(source, `{ stock { price } ${padding(MAX_PLANNED_SELECTIONS - 1)} }`)).toBe(30);
+    // A fragment of 40 spread 30 times is 1,200 selections, written once.
+    const fragment = `fragment F on Query { ${padding(38)} }`;
+    expect(charge(source, `{ stock { price } ${Array.from({ length: 30 }, () => '...F').join(' ')} } ${fragment}`)).toBe(30);
+    // Spread in itself (what validation would refuse): given up at the limit, not followed for ever.
+    expect(charge(source, '{ stock { price } ...G } fragment G on Query { t: __typename ...G }')).toBe(30);
   });
 
   it('refuses options it does not know, by name', () => {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import { BREAK, Kind, visit } from 'graphql';
-import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { Kind } from 'graphql';
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode, SelectionNode } from 'graphql';
 import type { FetchCounts } from './fetch-counts.js';
 import { planFetchCounts } from './plan-fetches.js';
 import type { QueryPlan } from './plan-fetches.js';
@@ -22,13 +22,13 @@ interface PlannerModules {
 let modules: PlannerModules | Error | undefined;
 
 /**
- * The most fields a document may hold (each written field once, fragments
- * included) for its plan to be made here: planning takes about ten times
- * what graphql-js takes to validate the document, and more than that on
- * larger ones, so beyond this the bound prices it, in time linear in the
- * document. Every plan made here is one the gateway makes too.
+ * The most selections an operation may hold, its fragments spread out, for
+ * its plan to be made here: planning takes about ten times what graphql-js
+ * takes to validate the document, and more than that on larger ones, so
+ * beyond this the bound prices it, in time linear in the document. Every
+ * plan made here is one the gateway makes too.
  */
-export const MAX_PLANNED_FIELDS = 500;
+export const MAX_PLANNED_SELECTIONS = 1000;
 
 /**
  * Apollo's query planner, loaded on first use rather than imported (an
@@ -74,9 +74,9 @@ type Build = (document: DocumentNode, operationName: string | undefined) => read
  * built by the same planner from the same supergraph, with the planner's
  * own limits as the gateway sets them, once per operation of a document
  * (as the gateway keeps its plans). An operation the planner refuses, or
- * of a document of more than `MAX_PLANNED_FIELDS` fields, is priced by the
- * bound (`countsFor` answers null), as is every operation when the planner
- * cannot be loaded.
+ * of more than `MAX_PLANNED_SELECTIONS` selections, is priced by the bound
+ * (`countsFor` answers null), as is every operation when the planner cannot
+ * be loaded.
  *
  * `labels`: the progressive overrides' labels to plan for both ways (a
  * router that sets them per request): each object then costs the most of
@@ -99,7 +99,7 @@ export class QueryPlans {
     const known = byOperation?.get(operation);
     if (known !== undefined) return known;
     let counts: FetchCounts | null = null;
-    const planner = fieldCount(document) <= MAX_PLANNED_FIELDS ? this.plannerFor() : null;
+    const planner = withinPlanning(document, operation) ? this.plannerFor() : null;
     if (planner !== null) {
       try {
         const each = planner(document, operation.name?.value).map((plan) => planFetchCounts(plan, document, operation, this.schema));
@@ -142,14 +142,27 @@ export class QueryPlans {
   }
 }
 
-/** The fields written in a document, stopping past `MAX_PLANNED_FIELDS`. */
-function fieldCount(document: DocumentNode): number {
+/**
+ * Whether the operation holds at most `MAX_PLANNED_SELECTIONS` selections
+ * with its fragments spread out (as the planner reads it): counted one by
+ * one and given up past the limit, so a fragment spread many times, or in
+ * itself (validation off), costs no more than the limit.
+ */
+function withinPlanning(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+  const fragments = new Map<string, readonly SelectionNode[]>();
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition.selectionSet.selections);
+  const pending: (readonly SelectionNode[])[] = [operation.selectionSet.selections];
   let count = 0;
-  visit(document, {
-    [Kind.FIELD]() {
-      count++;
-      return count > MAX_PLANNED_FIELDS ? BREAK : undefined;
-    },
-  });
-  return count;
+  for (let selections = pending.pop(); selections !== undefined; selections = pending.pop()) {
+    for (const selection of selections) {
+      if (++count > MAX_PLANNED_SELECTIONS) return false;
+      if (selection.kind === Kind.FRAGMENT_SPREAD) {
+        const spread = fragments.get(selection.name.value);
+        if (spread !== undefined) pending.push(spread);
+      } else if (selection.selectionSet !== undefined) {
+        pending.push(selection.selectionSet.selections);
+      }
+    }
+  }
+  return true;
 }
