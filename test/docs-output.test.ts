@@ -16,12 +16,14 @@ import { MemoryStore } from '../src/index.js';
 import { redisClient } from './support/clients.js';
 import { codeBlocks, manualPages, outputDifference } from './support/docs-blocks.js';
 import type { CodeBlock } from './support/docs-blocks.js';
-import { ROOT, startExample } from './support/example-process.js';
+import { ROOT, freePort, startExample } from './support/example-process.js';
 
 const run = promisify(execFile);
 
 interface Server {
   port: number;
+  /** More `from → to` replacements in the commands (another port the server listens on). */
+  replace?: Record<string, string>;
   stop(): Promise<void>;
 }
 
@@ -29,6 +31,20 @@ const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {
 
 /** The servers a block may run against, by the name its mark gives. */
 const SETUPS: Record<string, () => Promise<Server>> = {
+  // `METRICS_PORT=9464 npm start`: the example server and its Prometheus metrics.
+  'example-server-metrics': async () => {
+    const metricsPort = await freePort();
+    const example = await startExample('examples/server.ts', { REDIS_URL: '', METRICS_PORT: String(metricsPort) });
+    try {
+      await example.waitFor(/metrics for Prometheus at/);
+    } catch (error) {
+      await example.stop();
+      throw error;
+    }
+    return { port: example.port, replace: { 'localhost:9464': `localhost:${metricsPort}` }, stop: () => example.stop() };
+  },
+  // No server: the block runs a program on its own.
+  none: () => Promise.resolve({ port: 4000, stop: () => Promise.resolve() }),
   // The README's quick start as it tells a reader to start it.
   'quick-start': () => spawned('examples/quick-start.ts', { NODE_ENV: 'production' }),
   'measure-mode': () => spawned('examples/measure-mode.ts'),
@@ -134,7 +150,8 @@ describe.concurrent('what the manual says its commands print', () => {
     running.push(server);
     try {
       for (const { command, output } of scenario.steps) {
-        const script = command.text.replaceAll('localhost:4000', `localhost:${server.port}`);
+        let script = command.text.replaceAll('localhost:4000', `localhost:${server.port}`);
+        for (const [from, to] of Object.entries(server.replace ?? {})) script = script.replaceAll(from, to);
         const started = performance.now();
         const { stdout } = await run('bash', ['-c', script], {
           cwd: ROOT,
