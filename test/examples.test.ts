@@ -2,9 +2,11 @@
 // PORT a free port) and sent real requests: what it prints and answers is
 // what its page says. Examples a page runs with `<!-- run: … -->` blocks are
 // also run by test/docs-output.test.ts.
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { disposeClients, run, socketClient, start } from './support/adapters.js';
 import { codeBlocks, manualPages, outputDifference } from './support/docs-blocks.js';
 import { waitFor } from './support/graphql.js';
@@ -33,6 +35,36 @@ const refusal = (bucket: string, cost: number) => ({
   ],
 });
 
+/** 30 searches of one user at once: the burst of 20 is admitted (and what refilled meanwhile, a token every 3 s), the rest refused. */
+async function expectSearchBurst(url: string, query: string): Promise<void> {
+  const answers = await Promise.all(Array.from({ length: 30 }, () => post(url, query, { 'x-user-id': 'burst' })));
+  const admitted = answers.filter((a) => a.status === 200);
+  const refused = answers.filter((a) => a.status === 429);
+  expect(admitted.length).toBeGreaterThanOrEqual(20);
+  expect(admitted.length + refused.length).toBe(30);
+  expect(refused.length).toBeGreaterThan(0);
+  for (const answer of refused) {
+    expect(answer.body).toMatchObject(refusal('search', 1));
+    const retryAfter = (answer.body as { errors: [{ extensions: { retryAfter: number } }] }).errors[0].extensions.retryAfter;
+    expect(Number(answer.headers.get('retry-after'))).toBe(Math.ceil(retryAfter));
+    expect(retryAfter).toBeLessThanOrEqual(3);
+  }
+}
+
+/** Ten `subscription { clock }` of one user each get an event; the 11th within the minute gets RATE_LIMITED and none. */
+async function expectEleventhClockRefused(wsUrl: string): Promise<void> {
+  const socket = socketClient(wsUrl, { userId: 'watcher' });
+  for (let i = 0; i < 10; i++) {
+    const clock = start(socket, { query: 'subscription { clock }' });
+    await waitFor('a clock event', 10_000, () => clock.results.length > 0);
+    clock.cancel();
+    expect(clock.results[0]?.data).toEqual({ clock: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown });
+  }
+  const refused = await run(socket, { query: 'subscription { clock }' });
+  expect(refused.results).toEqual([]);
+  expect(refused.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'RATE_LIMITED', bucket: 'live', cost: 1 }) as unknown })]);
+}
+
 describe('npm start (examples/server.ts)', () => {
   it('says how subscriptions are limited as an info line, then where it serves, and limits both transports', async () => {
     example = await startExample('examples/server.ts', { REDIS_URL: '' });
@@ -58,20 +90,7 @@ describe('examples/yoga.ts', () => {
   it('serves GraphQL Yoga: a burst of 20 searches, then 429 with Retry-After', async () => {
     example = await startExample('examples/yoga.ts');
     await example.waitFor(/ready at http:\/\/localhost:\d+\/graphql/);
-    const url = `http://localhost:${example.port}/graphql`;
-    // 30 at once: the burst of 20 is admitted (and what refilled meanwhile, a token every 3 s), the rest refused.
-    const answers = await Promise.all(Array.from({ length: 30 }, () => post(url, '{ search(term: "a") }', { 'x-user-id': 'yoga' })));
-    const admitted = answers.filter((a) => a.status === 200);
-    const refused = answers.filter((a) => a.status === 429);
-    expect(admitted.length).toBeGreaterThanOrEqual(20);
-    expect(admitted.length + refused.length).toBe(30);
-    expect(refused.length).toBeGreaterThan(0);
-    for (const answer of refused) {
-      expect(answer.body).toEqual(refusal('search', 1));
-      const retryAfter = (answer.body as { errors: [{ extensions: { retryAfter: number } }] }).errors[0].extensions.retryAfter;
-      expect(Number(answer.headers.get('retry-after'))).toBe(Math.ceil(retryAfter));
-      expect(retryAfter).toBeLessThanOrEqual(3);
-    }
+    await expectSearchBurst(`http://localhost:${example.port}/graphql`, '{ search(term: "a") }');
   }, 240_000);
 });
 
@@ -79,16 +98,39 @@ describe('examples/subscriptions.ts', () => {
   it('streams the clock over graphql-ws and refuses the 11th subscription of a user with no event', async () => {
     example = await startExample('examples/subscriptions.ts');
     await example.waitFor(/ready at http:\/\/localhost:\d+\/graphql and ws:\/\/localhost:\d+\/graphql/);
-    const socket = socketClient(`ws://localhost:${example.port}/graphql`, { userId: 'watcher' });
-    for (let i = 0; i < 10; i++) {
-      const clock = start(socket, { query: 'subscription { clock }' });
-      await waitFor('a clock event', 10_000, () => clock.results.length > 0);
-      clock.cancel();
-      expect(clock.results[0]).toEqual({ data: { clock: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown } });
-    }
-    const refused = await run(socket, { query: 'subscription { clock }' });
-    expect(refused.results).toEqual([]);
-    expect(refused.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'RATE_LIMITED', bucket: 'live', cost: 1 }) as unknown })]);
+    await expectEleventhClockRefused(`ws://localhost:${example.port}/graphql`);
+  }, 240_000);
+});
+
+describe('examples/mercurius.ts', () => {
+  it('serves Fastify and Mercurius: a burst of 20 searches, then 429 with Retry-After; the 11th subscription refused', async () => {
+    example = await startExample('examples/mercurius.ts');
+    await example.waitFor(/ready at http:\/\/localhost:\d+\/graphql and ws:\/\/localhost:\d+\/graphql/);
+    await expectSearchBurst(`http://localhost:${example.port}/graphql`, '{ search(term: "a") }');
+    await expectEleventhClockRefused(`ws://localhost:${example.port}/graphql`);
+  }, 240_000);
+});
+
+describe('examples/nestjs', () => {
+  // Built as Nest builds an application (tsc, with the example's tsconfig.json), inside the repository so that it finds node_modules.
+  let built = '';
+  beforeAll(async () => {
+    mkdirSync(join(ROOT, '.scratch'), { recursive: true });
+    built = mkdtempSync(join(ROOT, '.scratch', 'nestjs-example-'));
+    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'examples/nestjs', '--outDir', built], { cwd: ROOT });
+  }, 600_000);
+  afterAll(() => rmSync(built, { recursive: true, force: true }));
+
+  it('serves NestJS with the Apollo driver: a burst of 20 searches, then 429 with Retry-After; a book costs 1; the 11th subscription refused', async () => {
+    example = await startExample(join(built, 'examples', 'nestjs', 'main.js'));
+    await example.waitFor(/ready at http:\/\/localhost:\d+\/graphql and ws:\/\/localhost:\d+\/graphql/);
+    const url = `http://localhost:${example.port}/graphql`;
+    await expectSearchBurst(url, '{ search(term: "1") { title } }');
+    expect((await post(url, '{ books(first: 2) { title } }', { 'x-user-id': 'reader' })).body).toEqual({
+      data: { books: [{ title: 'Book 1' }, { title: 'Book 2' }] },
+      extensions: { rateLimit: { api: { cost: 2, remaining: 998, capacity: 1000 } } },
+    });
+    await expectEleventhClockRefused(`ws://localhost:${example.port}/graphql`);
   }, 240_000);
 });
 
@@ -142,6 +184,8 @@ describe('examples/README.md', () => {
     const tests = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts'));
     const runners = [...tests.map((f) => readFileSync(join(ROOT, 'test', f), 'utf8')), ...runBlocks].join('\n');
     const files = [...readdirSync(join(ROOT, 'examples')), ...readdirSync(join(ROOT, 'examples/federation')).map((f) => `federation/${f}`)].filter((f) => f.endsWith('.ts'));
+    expect(index, 'examples/README.md lists nestjs/').toContain('(nestjs/');
+    expect(runners, 'a test runs examples/nestjs').toContain("'examples/nestjs'");
     // Parts of server.ts, run with it (metrics.ts also by example-metrics.test.ts), and of the federation examples.
     const parts = new Set(['app.ts', 'metrics.ts', 'federation/subgraphs.ts']);
     for (const file of files) {
