@@ -445,15 +445,9 @@ void main();
   it('serves ./router and runs the graphql-token-bucket-router command with only graphql and its own dependency installed', async () => {
     const dir = mkdtempSync(join(isolatedParent(), 'gtb-router-'));
     try {
-      const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
-      for (const file of files) {
-        mkdirSync(join(pkg, file, '..'), { recursive: true });
-        cpSync(join(root, file), join(pkg, file));
-      }
-      mkdirSync(join(dir, 'node_modules', '@graphql-tools'), { recursive: true });
-      symlinkSync(join(root, 'node_modules', 'graphql'), join(dir, 'node_modules', 'graphql'), 'dir');
-      symlinkSync(join(root, 'node_modules', '@graphql-tools', 'utils'), join(dir, 'node_modules', '@graphql-tools', 'utils'), 'dir');
+      installPacked(dir, ['graphql', '@graphql-tools/utils']);
       writeFileSync(join(dir, 'package.json'), '{ "type": "module" }');
+      const pkg = join(dir, 'node_modules', 'graphql-token-bucket');
       const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string> };
       const bin = join(pkg, manifest.bin['graphql-token-bucket-router']!);
       expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
