@@ -107,6 +107,7 @@ describe('refused at start-up, naming the element', () => {
 
   it('an argument the directive does not take, or one that does not coerce as its declaration would', () => {
     refuses({ astNode: fieldNode('@cost(wieght: "7")') }, /@cost on Query\.a: unknown argument "wieght"/);
+    refuses({ astNode: fieldNode('@cost(weight: "1", weight: "100")') }, /@cost on Query\.a: the argument "weight" is given twice/);
     refuses({ astNode: fieldNode('@cost(weight: true)') }, /@cost on Query\.a: Argument "weight" has invalid value true/);
     refuses({ astNode: fieldNode('@cost') }, /@cost on Query\.a: Argument "weight" of required type/);
     refuses({ astNode: fieldNode('@tokenBucket(name: "x", cost: "3")') }, /@tokenBucket on Query\.a: Argument "cost" has invalid value "3"/);
@@ -173,7 +174,7 @@ describe('start-up warnings, naming every element', () => {
       type Item @cost(complexity: 2) { id: ID }
     `);
     const model = new CostModel(schema);
-    expect(model.warnings).toEqual([expect.stringMatching(/@cost on Query\.a, Item is not read: the schema declares another @cost \(one without a weight argument\)/)]);
+    expect(model.warnings).toEqual([expect.stringMatching(/@cost on Query\.a, Item is not read: the schema declares another @cost, which this package does not read; declare @cost\(weight: String!\)/)]);
   });
 
   it('@cost under its own name in a schema whose @link renames it', () => {

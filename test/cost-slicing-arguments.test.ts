@@ -63,6 +63,26 @@ describe('a slicing path through a list', () => {
     await server.stop().catch(() => undefined);
   });
 
+  it('a slicing argument that is an input object, or a list of lists, fails the start too (they were charged 11 tokens for 500 rows, and 1)', async () => {
+    const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ id: i }));
+    for (const [field, why] of [
+      ['rows(page: Page): [Row] @listSize(slicingArguments: ["page"])', 'slicing argument "page" is an input object (page: Page), which is no size: name the field in it that is ("page.first")'],
+      ['rows(ids: [[ID!]!]): [Row] @listSize(slicingArguments: ["ids"])', 'slicing argument "ids" is a list of lists (ids: [[ID!]!]): only its outer elements would be counted'],
+    ] as const) {
+      const server = new ApolloServer({
+        typeDefs: `${DIRECTIVES}
+input Page { first: Int }
+type Row { id: ID }
+type Query @tokenBucket(name: "api") { ${field} }`,
+        resolvers: { Query: { rows: (_: unknown, args: { page?: { first: number }; ids?: string[][] }) => rows(args.page?.first ?? args.ids?.flat().length ?? 0) } },
+        logger: captureLogger(),
+        plugins: [tokenBucketPlugin({ store: new MemoryStore(), buckets: [new TokenBucket('api', 1000, Rate.perSecond(1))], identify: () => 'u' })],
+      });
+      await expect(server.start()).rejects.toThrow(`@listSize on Query.rows: ${why}`);
+      await server.stop().catch(() => undefined);
+    }
+  });
+
   it('a @listSize on a field that is not a list and names no sized fields sizes nothing: refused', () => {
     expect(() => model('type Query @tokenBucket(name: "api") { count(first: Int): Int @listSize(slicingArguments: ["first"]) }')).toThrow(
       '@listSize on Query.count: the field is not a list and @listSize names no sizedFields, so it sizes nothing',

@@ -1,6 +1,6 @@
 import { getNamedType, isInterfaceType, isObjectType, isUnionType } from 'graphql';
 import type { GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLSchema } from 'graphql';
-import { directiveApplications } from '../cost/cost-directives.js';
+import { directiveApplications, directiveNames } from '../cost/cost-directives.js';
 import type { Annotated } from '../cost/cost-directives.js';
 
 /**
@@ -13,6 +13,7 @@ export function subscriptionAnnotations(schema: GraphQLSchema): string[] {
   const root = schema.getSubscriptionType();
   if (!root) return [];
   const found: string[] = [];
+  const names = directiveNames(schema).read.tokenBucket;
   const seen = new Set<GraphQLNamedType>();
   const queue: GraphQLNamedType[] = [root];
   const visit = (type: GraphQLNamedType): void => {
@@ -27,9 +28,9 @@ export function subscriptionAnnotations(schema: GraphQLSchema): string[] {
       continue;
     }
     if (!isObjectType(type) && !isInterfaceType(type)) continue;
-    if (annotated(schema, type)) found.push(type.name);
+    if (annotated(schema, type, names)) found.push(type.name);
     for (const field of Object.values(type.getFields())) {
-      if (annotated(schema, field)) found.push(`${type.name}.${field.name}`);
+      if (annotated(schema, field, names)) found.push(`${type.name}.${field.name}`);
       visit(getNamedType(field.type));
     }
     (type as GraphQLObjectType | GraphQLInterfaceType).getInterfaces().forEach(visit);
@@ -38,10 +39,10 @@ export function subscriptionAnnotations(schema: GraphQLSchema): string[] {
   return found;
 }
 
-/** Whether `node` has a `@tokenBucket`, in any form the cost model reads (one it cannot read fails the model's start-up first). */
-function annotated(schema: GraphQLSchema, node: Annotated): boolean {
+/** Whether `node` has a `@tokenBucket` under one of `names`, in any form the cost model reads (one it cannot read fails the model's start-up first). */
+function annotated(schema: GraphQLSchema, node: Annotated, names: readonly string[]): boolean {
   try {
-    return directiveApplications(schema, node, 'tokenBucket', 'tokenBucket').length > 0;
+    return names.some((name) => directiveApplications(schema, node, name, 'tokenBucket').length > 0);
   } catch {
     return true;
   }

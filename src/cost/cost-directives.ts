@@ -24,54 +24,86 @@ export interface Application {
   readonly form: 'astNode' | 'extensions.directives';
 }
 
-/** The names `@cost` and `@listSize` go by in a schema; null where the schema declares another directive under that name. */
-export interface CostDirectiveNames {
-  readonly cost: string | null;
-  readonly listSize: string | null;
+/** The names each directive is read under in a schema, and its own name where that names something else. */
+export interface DirectiveNames {
+  /** Per directive: the name the schema's `@link` gives it first; empty where the schema declares another directive under its name. */
+  readonly read: Readonly<Record<DirectiveRole, readonly string[]>>;
   /**
-   * `cost` and `listSize` where they are not the names read (the schema
-   * renames the directives with `@link`, or declares another `@cost`): an
-   * application under such a name is not read, and is reported.
+   * Own names that are not read (the schema declares the name its `@link`
+   * gives the directive, or declares another directive under that name):
+   * an application under such a name is reported.
    */
-  readonly unread: readonly string[];
+  readonly unread: readonly { readonly name: string; readonly why: string }[];
 }
 
 /**
- * Where the schema links the cost spec (or Apollo Federation, which
- * re-exports its directives) with `@link(url:, as:, import:)`, the
+ * Where the schema links a spec with `@link(url:, as:, import:)`, the
  * directives go by the names the link gives them, as in every `@link`
- * consumer: an imported one by its alias (or its own name), `@cost` in the
- * cost spec by the link's namespace, anything else as `namespace__name`.
- * Without such a link (or where the schema does not declare the name the
- * link gives), `@cost` and `@listSize` are read under their own names,
- * declared or not, as the IBM specification names them.
+ * consumer: `@cost` and `@listSize` from the cost spec or Apollo Federation
+ * (which re-exports them), `@tokenBucket` from any URL that imports it or
+ * is named after it; an imported one by its alias (or its own name), the
+ * directive named after its spec by the link's namespace, anything else as
+ * `namespace__name`. Where the schema declares that name, it is the only
+ * one read; else (a code-first schema that declares nothing, a subgraph
+ * linking Federation without importing `@cost`) the directive's own name
+ * is read as well, declared or not.
  *
- * A schema that declares another directive under the name `cost` (one
- * without a `weight` argument, such as graphql-cost-analysis's) has no
- * `@cost` this package reads.
+ * A schema that declares another directive under one of these names (a
+ * `@cost` without a `weight` argument, such as graphql-cost-analysis's) has
+ * none of ours under it.
  */
-export function costDirectiveNames(schema: GraphQLSchema): CostDirectiveNames {
-  let links: readonly Application[] = [];
+export function directiveNames(schema: GraphQLSchema): DirectiveNames {
+  let links: readonly Readonly<Record<string, unknown>>[] = [];
   try {
-    links = directiveApplications(schema, schema, 'link', null);
+    links = directiveApplications(schema, schema, 'link', null).map((l) => l.args);
   } catch {
     // An unreadable @link names nothing we could use.
   }
-  const names = linked(
-    links.map((l) => l.args),
-    COST_SPEC,
-  ) ?? linked(
-    links.map((l) => l.args),
-    FEDERATION_SPEC,
-  );
-  const declaredCost = (name: string): boolean => schema.getDirective(name)?.args.some((a) => a.name === 'weight') === true;
-  const declared = (name: string): boolean => schema.getDirective(name) !== undefined;
-  // A link that names a directive the schema does not declare (a subgraph
-  // linking Federation without importing @cost) leaves the plain names.
-  const cost = names !== null && declaredCost(names.cost) ? names.cost : !declared('cost') || declaredCost('cost') ? 'cost' : null;
-  const listSize = names !== null && declared(names.listSize) ? names.listSize : 'listSize';
-  const unread = [cost === 'cost' ? null : 'cost', listSize === 'listSize' ? null : 'listSize'].filter((n): n is string => n !== null);
-  return { cost, listSize, unread };
+  const cost = linked(links, COST_SPEC) ?? linked(links, FEDERATION_SPEC);
+  const unread: { name: string; why: string }[] = [];
+  const namesOf = (own: DirectiveRole, link: string | null, isThis: (definition: GraphQLDirective) => boolean): string[] => {
+    const definition = (name: string): GraphQLDirective | undefined => schema.getDirective(name) ?? undefined;
+    const linkedDefinition = link === null ? undefined : definition(link);
+    if (link !== null && link !== own && linkedDefinition !== undefined && isThis(linkedDefinition)) {
+      unread.push({ name: own, why: `this schema's @link names the directive @${link}` });
+      return [link];
+    }
+    const read: string[] = [];
+    if (link !== null && link !== own && linkedDefinition === undefined) read.push(link);
+    const ownDefinition = definition(own);
+    if (ownDefinition === undefined || isThis(ownDefinition)) read.push(own);
+    else unread.push({ name: own, why: `the schema declares another @${own}, which this package does not read; declare ${OWN_SDL[own]} to price with it` });
+    return read;
+  };
+  const takes = (arg: string) => (definition: GraphQLDirective) => definition.args.some((a) => a.name === arg);
+  return {
+    read: {
+      tokenBucket: namesOf('tokenBucket', linkedTokenBucket(links), takes('name')),
+      cost: namesOf('cost', cost?.cost ?? null, takes('weight')),
+      listSize: namesOf('listSize', cost?.listSize ?? null, () => true),
+    },
+    unread,
+  };
+}
+
+const OWN_SDL: Readonly<Record<DirectiveRole, string>> = {
+  tokenBucket: '@tokenBucket(name: String!, cost: Int) (tokenBucketDirectiveTypeDefs)',
+  cost: '@cost(weight: String!) (costDirectiveTypeDefs)',
+  listSize: '@listSize (costDirectiveTypeDefs)',
+};
+
+/** The name a link gives `@tokenBucket`, under any URL: imported (renamed or not), or the spec named after it. */
+function linkedTokenBucket(links: readonly Readonly<Record<string, unknown>>[]): string | null {
+  for (const link of links) {
+    const url = link['url'];
+    const parsed = typeof url === 'string' ? parseSpecUrl(url) : null;
+    if (parsed === null) continue;
+    const imported = importedNames(link['import']).get('tokenBucket');
+    if (imported !== undefined) return imported;
+    const as = link['as'];
+    if (parsed.name === 'tokenBucket') return typeof as === 'string' && as !== '' ? stripAt(as) : parsed.name;
+  }
+  return null;
 }
 
 function linked(links: readonly Readonly<Record<string, unknown>>[], spec: string): { cost: string; listSize: string } | null {
@@ -143,7 +175,6 @@ const OWN: Readonly<Record<DirectiveRole, GraphQLDirective>> = {
   listSize: listSizeDirective,
 };
 
-const hasOwn = Object.prototype.hasOwnProperty;
 
 /**
  * Every application of the directive `name` on `element`, in every form
@@ -155,7 +186,7 @@ const hasOwn = Object.prototype.hasOwnProperty;
  * - in `extensions.directives`, in graphql-tools' object form
  *   (`{ cost: { weight: 7 } }`, `{ tokenBucket: [{ … }, { … }] }`) and in
  *   the array form (`[{ name: 'cost', args: { weight: 7 } }]`, Pothos'
- *   default).
+ *   default); a name written with its `@` (`'@cost'`) counts as well.
  *
  * An application in the AST is coerced as the schema's declaration of the
  * directive would coerce it, else as the package's own declaration of
@@ -181,10 +212,10 @@ export function directiveApplications(schema: GraphQLSchema, element: Annotated,
     for (const directive of node?.directives ?? []) {
       if (directive.name.value !== name) continue;
       const argumentNodes = directive.arguments ?? [];
-      checkNames(
-        argumentNodes.map((a) => a.name.value),
-        'astNode',
-      );
+      const argumentNames = argumentNodes.map((a) => a.name.value);
+      checkNames(argumentNames, 'astNode');
+      const twice = argumentNames.find((arg, i) => argumentNames.indexOf(arg) !== i);
+      if (twice !== undefined) throw new Error(`the argument "${twice}" is given twice (astNode)`);
       let variable: string | null = null;
       visit(directive, {
         Variable(v) {
@@ -209,6 +240,7 @@ export function directiveApplications(schema: GraphQLSchema, element: Annotated,
 
   const extensions = element.extensions;
   const directives: unknown = extensions !== null && typeof extensions === 'object' ? (extensions as Record<string, unknown>)['directives'] : undefined;
+  const named = (key: unknown): boolean => key === name || key === `@${name}`;
   const add = (args: unknown, form: 'extensions.directives'): void => {
     if (args === undefined || args === null) args = {};
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
@@ -219,12 +251,15 @@ export function directiveApplications(schema: GraphQLSchema, element: Annotated,
   };
   if (Array.isArray(directives)) {
     for (const entry of directives as unknown[]) {
-      if (entry !== null && typeof entry === 'object' && (entry as { name?: unknown }).name === name) add((entry as { args?: unknown }).args, 'extensions.directives');
+      if (entry !== null && typeof entry === 'object' && named((entry as { name?: unknown }).name)) add((entry as { args?: unknown }).args, 'extensions.directives');
     }
-  } else if (directives !== null && typeof directives === 'object' && hasOwn.call(directives, name)) {
-    const given = (directives as Record<string, unknown>)[name];
-    if (Array.isArray(given)) for (const args of given as unknown[]) add(args, 'extensions.directives');
-    else if (given !== undefined && given !== null) add(given, 'extensions.directives');
+  } else if (directives !== null && typeof directives === 'object') {
+    for (const key of Object.keys(directives)) {
+      if (!named(key)) continue;
+      const given = (directives as Record<string, unknown>)[key];
+      if (Array.isArray(given)) for (const args of given as unknown[]) add(args, 'extensions.directives');
+      else if (given !== undefined && given !== null) add(given, 'extensions.directives');
+    }
   }
   return found;
 }

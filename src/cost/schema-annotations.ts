@@ -1,6 +1,6 @@
 import { isEnumType, isInputObjectType, isInterfaceType, isIntrospectionType, isObjectType, isUnionType } from 'graphql';
 import type { GraphQLSchema } from 'graphql';
-import { costDirectiveNames, describeValue, directiveApplications } from './cost-directives.js';
+import { describeValue, directiveApplications, directiveNames } from './cost-directives.js';
 import type { Annotated, Application, DirectiveRole } from './cost-directives.js';
 
 /** One `@tokenBucket` of an element: its bucket, and its fixed cost (null: the complexity is charged). */
@@ -100,29 +100,31 @@ const NAMED_IN_WARNING = 10;
  * A field's `extensions.complexity` number is one more `@cost` weight.
  */
 export function readSchemaAnnotations(schema: GraphQLSchema): SchemaAnnotations {
-  const names = costDirectiveNames(schema);
-  const nameOf: Readonly<Record<DirectiveRole, string | null>> = { tokenBucket: 'tokenBucket', cost: names.cost, listSize: names.listSize };
+  const names = directiveNames(schema);
+  const namesOf = names.read;
+  /** The name messages give a directive: the one the schema's @link gives it, else its own. */
+  const nameOf = (role: DirectiveRole): string => namesOf[role][0] ?? role;
   const byElement = new Map<object, ElementAnnotations>();
   const complexityFunctions: string[] = [];
   const complexityElsewhere: string[] = [];
-  const unread = new Map<string, string[]>(names.unread.map((n) => [n, []]));
+  const unread = new Map<string, string[]>(names.unread.map(({ name }) => [name, []]));
 
   const read = (element: Annotated, coordinate: string, kind: ElementKind): void => {
     const found: Partial<Record<DirectiveRole, Application[]>> = {};
     for (const role of ROLES) {
-      const name = nameOf[role];
-      if (name === null) continue;
-      let applications: Application[];
-      try {
-        applications = directiveApplications(schema, element, name, role);
-      } catch (error) {
-        throw new Error(`@${name} on ${coordinate}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      for (const name of namesOf[role]) {
+        let applications: Application[];
+        try {
+          applications = directiveApplications(schema, element, name, role);
+        } catch (error) {
+          throw new Error(`@${name} on ${coordinate}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        }
+        if (applications.length === 0) continue;
+        if (!READ[role].includes(kind)) {
+          throw new Error(`@${name} on ${coordinate}: @${name} is read on ${READ_WHERE[role]}, not on ${WHAT[kind]}`);
+        }
+        found[role] = [...(found[role] ?? []), ...applications];
       }
-      if (applications.length === 0) continue;
-      if (!READ[role].includes(kind)) {
-        throw new Error(`@${name} on ${coordinate}: @${name} is read on ${READ_WHERE[role]}, not on ${WHAT[kind]}`);
-      }
-      found[role] = applications;
     }
     for (const [name, coordinates] of unread) {
       let present: boolean;
@@ -144,9 +146,9 @@ export function readSchemaAnnotations(schema: GraphQLSchema): SchemaAnnotations 
     }
     if (found.tokenBucket === undefined && found.cost === undefined && found.listSize === undefined && complexity === null) return;
     byElement.set(element, {
-      tokenBuckets: tokenBuckets(found.tokenBucket ?? [], coordinate),
-      weight: weight(found.cost ?? [], complexity, `@${nameOf.cost ?? 'cost'} on ${coordinate}`),
-      listSize: listSize(found.listSize ?? [], `@${nameOf.listSize ?? 'listSize'} on ${coordinate}`),
+      tokenBuckets: tokenBuckets(found.tokenBucket ?? [], `@${nameOf('tokenBucket')} on ${coordinate}`),
+      weight: weight(found.cost ?? [], complexity, `@${nameOf('cost')} on ${coordinate}`),
+      listSize: listSize(found.listSize ?? [], `@${nameOf('listSize')} on ${coordinate}`),
     });
   };
 
@@ -180,40 +182,35 @@ export function readSchemaAnnotations(schema: GraphQLSchema): SchemaAnnotations 
   if (complexityElsewhere.length > 0) {
     warnings.push(`graphql-token-bucket: extensions.complexity on ${named(complexityElsewhere)} is not read: only a field's complexity is a weight (its @cost)`);
   }
-  for (const [name, coordinates] of unread) {
-    if (coordinates.length === 0) continue;
-    const role = name as 'cost' | 'listSize';
-    const why =
-      nameOf[role] === null
-        ? `the schema declares another @${name} (one without a weight argument), which this package does not read; declare @cost(weight: String!) (costDirectiveTypeDefs) to price with it`
-        : `this schema's @link names the directive @${nameOf[role] ?? name}`;
-    warnings.push(`graphql-token-bucket: @${name} on ${named(coordinates)} is not read: ${why}`);
+  for (const { name, why } of names.unread) {
+    const coordinates = unread.get(name) ?? [];
+    if (coordinates.length > 0) warnings.push(`graphql-token-bucket: @${name} on ${named(coordinates)} is not read: ${why}`);
   }
 
   return {
     of: (element) => byElement.get(element) ?? NONE,
-    costName: nameOf.cost ?? 'cost',
-    listSizeName: nameOf.listSize ?? 'listSize',
+    costName: nameOf('cost'),
+    listSizeName: nameOf('listSize'),
     warnings: Object.freeze(warnings),
   };
 }
 
-function tokenBuckets(applications: readonly Application[], coordinate: string): readonly BucketAnnotation[] {
+function tokenBuckets(applications: readonly Application[], what: string): readonly BucketAnnotation[] {
   const buckets: BucketAnnotation[] = [];
   for (const { args } of applications) {
     const bucket: unknown = args['name'];
     const cost: unknown = args['cost'];
     if (typeof bucket !== 'string' || bucket === '') {
-      throw new Error(`@tokenBucket on ${coordinate}: name must be a non-empty string, got ${describeValue(bucket)}`);
+      throw new Error(`${what}: name must be a non-empty string, got ${describeValue(bucket)}`);
     }
     if (cost != null && !(typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0)) {
-      throw new Error(`@tokenBucket on ${coordinate}: cost must be a non-negative integer or omitted, got ${describeValue(cost)}`);
+      throw new Error(`${what}: cost must be a non-negative integer or omitted, got ${describeValue(cost)}`);
     }
     const fixed = cost ?? null;
     const same = buckets.find((b) => b.bucket === bucket);
     if (same !== undefined) {
       if (same.cost === fixed) continue;
-      throw new Error(`@tokenBucket on ${coordinate}: bucket "${bucket}" appears twice with different costs`);
+      throw new Error(`${what}: bucket "${bucket}" appears twice with different costs`);
     }
     buckets.push(Object.freeze({ bucket, cost: fixed }));
   }

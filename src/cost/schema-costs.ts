@@ -630,7 +630,9 @@ class Compiler {
    * names, else `first` and `last`. A path (`"input.page.first"`) walks
    * input object fields only: a step into a list is refused, since the
    * elements of a list do not give one size (`"pages.first"` where
-   * `pages: [Page]` would read none of them). One that is not an `Int`
+   * `pages: [Page]` would read none of them); so is a named argument that
+   * is an input object (no size) or a list of lists (whose inner elements
+   * would not be counted). One that is not an `Int`
    * (nor a list, counted by its elements) is noted for a start-up warning:
    * its value is read as a size by every JavaScript reading, and a resolver
    * may read it otherwise.
@@ -655,6 +657,16 @@ class Compiler {
         }
         type = getNullableType(inputField.type);
         at = `${at}.${key}`;
+      }
+      if (declared !== null) {
+        // What sizes nothing, or sizes less than the elements a resolver reads.
+        const items = isListType(type) ? getNullableType(type.ofType as GraphQLInputType) : null;
+        if (isInputObjectType(type)) {
+          throw new Error(`${what}: slicing argument "${name}" is an input object (${at}: ${String(type)}), which is no size: name the field in it that is ("${name}.first")`);
+        }
+        if (items !== null && isListType(items)) {
+          throw new Error(`${what}: slicing argument "${name}" is a list of lists (${at}: ${String(type)}): only its outer elements would be counted`);
+        }
       }
       if (!isListType(type) && !(isScalarType(type) && type.name === GraphQLInt.name)) this.inexactSlicing.add(`${coordinate}(${name}: ${String(type)})`);
       slicing.push({ argument, path, literal: literalKind(argument, path) });
