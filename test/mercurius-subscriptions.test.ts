@@ -80,6 +80,23 @@ describe('mercuriusTokenBucket over the WebSocket', () => {
     expect(store.calls).toEqual([]);
   });
 
+  it("prices a subscription whose field's subscribe was replaced in place after one had started", async () => {
+    const store = stillStore();
+    const server = await listening(store);
+    const user = freshUser();
+    const client = server.socket({ user });
+    expect(await run(client, { ...TICKS, variables: { n: 1 } })).toMatchObject({ completed: true });
+    const field = server.app.graphql.schema.getSubscriptionType()?.getFields()['ticks'];
+    if (field === undefined) throw new Error('no ticks field');
+    field.subscribe = async function* () {
+      runs.push('replaced');
+      yield { ticks: [{ id: 'r' }] };
+    };
+    expect(await run(client, { ...TICKS, variables: { n: 4 } })).toMatchObject({ results: [{ data: { ticks: [{ id: 'r' }] } }], completed: true });
+    expect(runs).toEqual(['ticks:1', 'replaced']);
+    expect(await left(store, live, user)).toBe(5);
+  });
+
   it('identify failing ends that subscription alone with a generic error; the fault is logged', async () => {
     const store = stillStore();
     const logger = captureLogger();

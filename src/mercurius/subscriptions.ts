@@ -27,14 +27,11 @@ interface Pending {
 
 type Marked = Record<typeof PENDING, Pending | undefined>;
 
-/** Resolvers this module made: a field copied with one (Mercurius' `defineResolvers` spreads fields) is not wrapped twice. */
+/** Resolvers this module made: a field whose `subscribe` is one of them prices its subscriptions. */
 const limitedResolvers = new WeakSet<object>();
 
 /** The subscription side of `mercuriusTokenBucket`: Mercurius' hooks and each root subscription field's `subscribe`. */
 export class SubscriptionLimiter {
-  /** Field definitions whose `subscribe` prices marked subscriptions. */
-  private readonly wrapped = new WeakSet<object>();
-
   constructor(
     private readonly limiter: Limiter<MercuriusContext>,
     private readonly logger: Logger,
@@ -58,18 +55,27 @@ export class SubscriptionLimiter {
   /** Adds what starting the subscription cost to its first event (`reportCost`), or each event's cost (`chargeEachEvent`). */
   readonly onSubscriptionResolution = async (execution: ExecutionResult, context: Partial<Marked>): Promise<void> => {
     const pending = context[PENDING];
+    if (pending !== undefined && !pending.priced) {
+      // Only a resolver swapped in after the hook checked them can start a subscription unpriced.
+      pending.priced = true;
+      this.logger.error("graphql-token-bucket: a subscription started unpriced: its field's subscribe was replaced after the limiter's preSubscriptionExecution hook ran");
+    }
     if (pending?.report === undefined) return;
     execution.extensions = { ...execution.extensions, rateLimit: pending.report };
     pending.report = undefined;
   };
 
-  /** The schema's root subscription fields, each once per definition: Mercurius may replace a field's definition. */
+  /**
+   * Every root subscription field's `subscribe` prices, checked as each
+   * subscription is about to start: Mercurius' `defineResolvers` replaces a
+   * field's definition, and an application may replace its `subscribe` (a
+   * resolver that wraps one of ours keeps it, which then finds the
+   * subscription priced).
+   */
   private wrapRoot(schema: GraphQLSchema): void {
     const root = schema.getSubscriptionType();
     if (!root) return;
     for (const field of Object.values(root.getFields())) {
-      if (this.wrapped.has(field)) continue;
-      this.wrapped.add(field);
       if (field.subscribe !== undefined && limitedResolvers.has(field.subscribe)) continue;
       field.subscribe = this.limited(field);
     }
