@@ -383,9 +383,8 @@ const BATCHES: Case[] = [
     ] as const
   ).flatMap(([what, failing]): Case[] => {
     const failed = failing.query.includes('__proto__') ? 'BAD_USER_INPUT __proto__' : 'error';
-    // An operation whose variables do not coerce is priced with its sizes'
-    // defaults (500 items) and charged; execution then refuses it.
-    const charged = what === 'a missing variable' ? ['api:500', 'tight:1'] : ['tight:1'];
+    // The operation refused (its variables do not coerce, it is invalid, unknown) takes nothing.
+    const charged = ['tight:1'];
     return [
       {
         name: `a batch of a denied operation, then one with ${what}`,

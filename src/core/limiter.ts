@@ -14,6 +14,7 @@ import type { Refunded } from './refunds.js';
 import type { LimiterOptions, Logger, Settings } from './options.js';
 import { resolveIdentity } from './tiers.js';
 import { withTimeout } from './timeout.js';
+import { uncoercibleVariables } from './uncoercible-variables.js';
 import { unrepresentableVariables } from './unrepresentable-variables.js';
 
 /** One bucket an operation is charged: whose tokens and how many. */
@@ -427,8 +428,9 @@ export class Limiter<TContext> {
   async charges(input: OperationInput<TContext>): Promise<Charge[] | null> {
     const { settings } = this;
     this.logger = input.logger;
-    const unrepresentable = unrepresentableVariables(input.operation, input.variables);
-    if (unrepresentable !== undefined) throw unrepresentable;
+    // Refused before the store is asked, as the executor would refuse it before running anything: no token for it.
+    const refused = unrepresentableVariables(input.operation, input.variables) ?? uncoercibleVariables(input.schema, input.operation, input.variables);
+    if (refused !== undefined) throw refused;
     const costs = this.modelFor(input.schema, input.logger).costOf(input.document, input.operation, input.variables);
     if (costs.size === 0) return null;
     const charges: Charge[] = [];

@@ -97,6 +97,8 @@ export interface ServerSetup {
 
 export interface TestedServer {
   readonly kind: HttpServerKind;
+  /** The GraphQL endpoint. */
+  readonly url: string;
   /** POSTs one operation (a batch when `payload` is an array) as `user`. */
   post(payload: unknown, user: string, headers?: Record<string, string>): Promise<JsonAnswer<ResponseBody>>;
   /** The work resolvers did: the subgraphs' behind a gateway, the local resolvers' otherwise. */
@@ -124,6 +126,7 @@ export async function startServer(kind: HttpServerKind, graphs: Graphs, setup: S
   const identify = identifyFrom(setup);
   const http = (url: string, work: Work, stop: () => Promise<void>): TestedServer => ({
     kind,
+    url,
     post: (payload, user, headers = {}) => postJson(url, payload, { [USER]: user, ...headers }),
     work,
     logger,

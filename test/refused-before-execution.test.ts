@@ -1,0 +1,154 @@
+// SPEC §6 "Since 0.4": an operation the server refuses before it executes —
+// variables that do not coerce, a failed validation, an unknown operation —
+// takes no token, on Apollo Server, GraphQL Yoga, graphql-ws, Apollo Gateway
+// and Hive Gateway (POST, GET, batches, subscriptions). Before, three 400s
+// for a variable that did not coerce took three charges (priced with the
+// argument's default). Variables are priced as the executor coerces them.
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Rate, RedisStore, TokenBucket } from '../src/index.js';
+import { disposeClients, postSse, run } from './support/adapters.js';
+import { redisClient, uniquePrefix } from './support/clients.js';
+import { HTTP_SERVERS, USER, startGraphs, startServer, startSockets } from './support/every-server.js';
+import type { Graphs, TestedServer, TestedSockets } from './support/every-server.js';
+import { RecordingStore } from './support/graphql.js';
+import type { ResponseBody } from './support/graphql.js';
+import { tokensLeft } from './support/http-servers.js';
+
+const redis = redisClient(inject('redisUrl'));
+let graphs: Graphs & { stop(): Promise<void> };
+const stops: (() => Promise<void>)[] = [];
+beforeAll(async () => {
+  graphs = await startGraphs();
+});
+afterEach(() => disposeClients());
+afterAll(async () => {
+  await Promise.all(stops.splice(0).map((stop) => stop()));
+  await graphs.stop();
+  redis.disconnect();
+});
+
+// One token an hour: nothing a test spends comes back while it runs.
+const api = new TokenBucket('api', 1000, Rate.perHour(1));
+
+function recordingStore(): RecordingStore {
+  return new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('refused') }));
+}
+
+let users = 0;
+function fresh(): string {
+  users += 1;
+  return `refused-${users}`;
+}
+
+const PAGE = 'query Page($n: Int!) { products(first: $n) { id } }';
+
+interface Refusal {
+  name: string;
+  operation: { query: string; variables?: Record<string, unknown>; operationName?: string };
+  /** The refusal's `extensions.code`, where every server gives the same one. */
+  code?: string;
+  message: RegExp;
+}
+
+const REFUSALS: Refusal[] = [
+  { name: 'a variable of the wrong type', operation: { query: PAGE, variables: { n: 'many' } }, code: 'BAD_USER_INPUT', message: /^Variable "\$n" got invalid value "many"; Int cannot represent non-integer value: "many"/ },
+  { name: 'a missing non-null variable', operation: { query: PAGE }, code: 'BAD_USER_INPUT', message: /^Variable "\$n" of required type "Int!" was not provided/ },
+  { name: 'null for a non-null variable', operation: { query: PAGE, variables: { n: null } }, code: 'BAD_USER_INPUT', message: /^Variable "\$n" of non-null type "Int!" must not be null/ },
+  { name: 'a float where an Int goes', operation: { query: PAGE, variables: { n: 2.5 } }, code: 'BAD_USER_INPUT', message: /^Variable "\$n" got invalid value 2.5/ },
+  { name: 'a failed validation', operation: { query: '{ products(first: 2) { id nope } }' }, message: /Cannot query field "nope" on type "Product"/ },
+  { name: 'an unknown operation', operation: { query: PAGE, variables: { n: 2 }, operationName: 'Other' }, message: /Unknown operation named "Other"|Could not determine what operation to execute/ },
+];
+
+describe.each(HTTP_SERVERS)('%s', (kind) => {
+  let server: TestedServer;
+  let store: RecordingStore;
+  beforeAll(async () => {
+    store = recordingStore();
+    server = await startServer(kind, graphs, { limits: { store, buckets: [api] } });
+    stops.push(() => server.stop());
+  });
+
+  async function expectRefused(user: string, answer: { status: number; body: ResponseBody }, refusal: Refusal): Promise<void> {
+    expect(answer.status).toBe(400);
+    expect(answer.body.data ?? undefined).toBeUndefined();
+    expect(answer.body.errors?.[0]?.message).toMatch(refusal.message);
+    if (refusal.code !== undefined) expect(answer.body.errors?.[0]?.extensions?.['code']).toBe(refusal.code);
+    expect(await tokensLeft(store, api, user)).toBe(1000);
+  }
+
+  it.each(REFUSALS.map((r) => [r.name, r] as const))('%s: refused with 400, three times, taking no token and running nothing', async (_name, refusal) => {
+    const user = fresh();
+    const work = server.work.total;
+    for (let i = 0; i < 3; i++) await expectRefused(user, await server.post(refusal.operation, user), refusal);
+    expect(server.work.total).toBe(work);
+    expect(store.calls.flat().filter((r) => r.key === user)).toEqual([]);
+    // The same operation with good variables is charged what it costs: 2 products.
+    const served = await server.post({ query: PAGE, variables: { n: 2 } }, user);
+    expect(served.status).toBe(200);
+    expect(await tokensLeft(store, api, user)).toBeLessThan(1000);
+  });
+
+  it('over GET, a variable of the wrong type: refused with 400, taking no token', async () => {
+    const user = fresh();
+    const url = new URL(server.url);
+    url.searchParams.set('query', PAGE);
+    url.searchParams.set('variables', JSON.stringify({ n: 'many' }));
+    const response = await fetch(url, { headers: { [USER]: user, accept: 'application/graphql-response+json', 'apollo-require-preflight': 'true' } });
+    await expectRefused(user, { status: response.status, body: (await response.json()) as ResponseBody }, REFUSALS[0]!);
+  });
+
+  it('in a batch: the operation refused takes nothing, the one served is charged its own cost', async () => {
+    const user = fresh();
+    const answer = await server.post([{ query: PAGE, variables: { n: 'many' } }, { query: PAGE, variables: { n: 2 } }], user);
+    const bodies = answer.body as unknown as ResponseBody[];
+    expect(bodies[0]?.errors?.[0]?.extensions?.['code']).toBe('BAD_USER_INPUT');
+    expect(bodies[1]?.data).toEqual({ products: [{ id: '1' }, { id: '2' }] });
+    const charged = store.calls.flat().filter((r) => r.key === user);
+    expect(charged).toHaveLength(1);
+    expect(await tokensLeft(store, api, user)).toBe(1000 - charged[0]!.cost);
+  });
+});
+
+describe('graphql-ws', () => {
+  let sockets: TestedSockets;
+  let store: RecordingStore;
+  beforeAll(async () => {
+    store = recordingStore();
+    sockets = await startSockets(graphs, { limits: { store, buckets: [api] } });
+    stops.push(() => sockets.stop());
+  });
+
+  it.each(REFUSALS.map((r) => [r.name, r] as const))('%s: refused, three times, taking no token; the socket lives on', async (_name, refusal) => {
+    const user = fresh();
+    const client = sockets.client(user);
+    const work = sockets.work.total;
+    for (let i = 0; i < 3; i++) {
+      const outcome = await run(client, refusal.operation);
+      const errors = outcome.errors ?? outcome.results.flatMap((r) => r.errors ?? []);
+      expect(errors[0]?.message).toMatch(refusal.message);
+      expect(outcome.results.some((r) => r.data)).toBe(false);
+    }
+    expect(sockets.work.total).toBe(work);
+    expect(await tokensLeft(store, api, user)).toBe(1000);
+    expect(await run(client, { query: PAGE, variables: { n: 2 } })).toMatchObject({ results: [{ data: { products: [{ id: '1' }, { id: '2' }] } }], completed: true });
+  });
+
+  it('a subscription whose variable does not coerce: refused, taking no token', async () => {
+    const user = fresh();
+    const outcome = await run(sockets.client(user), { query: 'subscription($n: Int!) { productsAdded(first: $n) { id } }', variables: { n: 'many' } });
+    expect(outcome.errors?.[0]?.message).toMatch(/^Variable "\$n" got invalid value "many"/);
+    expect(await tokensLeft(store, api, user)).toBe(1000);
+  });
+});
+
+describe('GraphQL Yoga, a subscription over SSE', () => {
+  it('whose variable does not coerce: refused with 400, taking no token', async () => {
+    const store = recordingStore();
+    const server = await startServer('GraphQL Yoga', graphs, { limits: { store, buckets: [api] } });
+    stops.push(() => server.stop());
+    const user = fresh();
+    const answer = await postSse(server.url, { query: 'subscription($n: Int!) { productsAdded(first: $n) { id } }', variables: { n: 'many' } }, { [USER]: user });
+    expect(answer.status).toBe(400);
+    expect(await tokensLeft(store, api, user)).toBe(1000);
+  });
+});
