@@ -6,7 +6,7 @@ import { composeServices } from '@apollo/composition';
 import { getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CostModel, supergraphPricing } from '../src/index.js';
-import { MAX_PLANNED_SELECTIONS } from '../src/cost/query-plans.js';
+import { MAX_PLANNED_LABELS, MAX_PLANNED_SELECTIONS } from '../src/cost/query-plans.js';
 
 const FEDERATION = '@link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key", "@external", "@provides", "@override", "@shareable", "@cost"])';
 
@@ -100,6 +100,25 @@ describe("pricing a supergraph's query plans (what Apollo Gateway runs, and Apol
     // Every label set: price from pricing, one entity fetch per product. 10 × (1 + 1) = 20
     expect(charge(supergraphPricing(sdl, { overrideLabels: 'both' }), '{ stock { price } }')).toBe(20);
     expect(charge(supergraphPricing(sdl, { overrideLabels: 'unset' }), '{ stock { price } }')).toBe(10);
+  });
+
+  it("overrideLabels: 'both' prices every setting of several labels, not only all set and none set", () => {
+    // catalog lists products; pricing takes price and stock over from inventory, each by a label of its own.
+    const labelled = (labels: string[]) =>
+      supergraph({
+        catalog: 'type Query { products(first: Int = 10): [Product!]! } type Product @key(fields: "id") { id: ID! }',
+        inventory: `type Product @key(fields: "id") { id: ID! ${labels.map((_, i) => `f${i}: Int`).join(' ')} }`,
+        pricing: `type Product @key(fields: "id") { id: ID! ${labels.map((label, i) => `f${i}: Int @override(from: "inventory", label: "${label}")`).join(' ')} }`,
+      });
+    const two = labelled(['percent(10)', 'percent(20)']);
+    const query = '{ products { f0 f1 } }';
+    // None set, or both: one entity fetch per product, from inventory or from pricing. 10 × (1 + 1) = 20
+    expect(charge(supergraphPricing(two), query)).toBe(20);
+    // One set and not the other (a request in 10 % × 80 %): a fetch from each. 10 × (1 + 2) = 30
+    expect(charge(supergraphPricing(two, { overrideLabels: 'both' }), query)).toBe(30);
+    // Beyond MAX_PLANNED_LABELS, the bound: either side of each label a fetch of its own. 10 × (1 + 2 × 4) = 90
+    const many = labelled(Array.from({ length: MAX_PLANNED_LABELS + 1 }, (_, i) => `percent(${i + 1})`));
+    expect(charge(supergraphPricing(many, { overrideLabels: 'both' }), '{ products { f0 f1 f2 f3 } }')).toBe(90);
   });
 
   it(`an operation of more than ${MAX_PLANNED_SELECTIONS} selections, its fragments spread out, is priced by the bound, not planned`, () => {

@@ -4,7 +4,8 @@
 // Router applies them; the tokens live in a real Redis. No Router binary can
 // be fetched here: the protocol is tested as documented.
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { GraphQLError } from 'graphql';
+import { composeServices } from '@apollo/composition';
+import { GraphQLError, parse } from 'graphql';
 import { Rate, RedisStore, TokenBucket } from '../src/index.js';
 import { routerCoprocessor } from '../src/router/index.js';
 import type { RouterCoprocessorOptions, RouterRequest } from '../src/router/index.js';
@@ -103,6 +104,22 @@ describe('routerCoprocessor at SupergraphRequest', () => {
     expect(retryAfter).toBeLessThanOrEqual(380);
     expect(denied.headers).toEqual({ 'retry-after': [String(Math.ceil(retryAfter))] });
     expect(error.message).toMatch(/^Rate limit of "api" exceeded: this operation costs 69 tokens\. Retry after [\d.]+ s\.$/);
+  });
+
+  it('prices a progressive override at its dearest plan, since the Router draws the labels per request', async () => {
+    const { coprocessor } = await start({ reportCost: true, rules: { Query: { bucket: 'api' } } });
+    // catalog lists products; pricing takes f0 and f1 over from inventory, each by a label of its own.
+    const federation = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key", "@override"])';
+    const labelled = composeServices(
+      Object.entries({
+        catalog: 'type Query { products(first: Int = 10): [Product!]! } type Product @key(fields: "id") { id: ID! }',
+        inventory: 'type Product @key(fields: "id") { id: ID! f0: Int f1: Int }',
+        pricing: 'type Product @key(fields: "id") { id: ID! f0: Int @override(from: "inventory", label: "percent(10)") f1: Int @override(from: "inventory", label: "percent(20)") }',
+      }).map(([name, sdl]) => ({ name, typeDefs: parse(`${federation}\n${sdl}`), url: `http://${name}:4000` })),
+    ).supergraphSdl!;
+    const answered = await throughRouter({ request: coprocessor }, { query: '{ products { f0 f1 } }', headers: { 'X-User-Id': user } }, labelled, () => ({ data: { products: [] } }));
+    // With one label drawn and not the other, each product is fetched from inventory and from pricing: 10 × (1 + 2) = 30 (Apollo Gateway, which sets none, runs 20).
+    expect(answered.body['extensions']).toEqual({ rateLimit: { api: { cost: 30, remaining: 970, capacity: 1000 } } });
   });
 
   it('answers an operation above the capacity with retryAfter null and no retry-after', async () => {

@@ -36,9 +36,10 @@ export interface SupergraphPricingOptions {
   /**
    * How the gateway sets the labels of progressive overrides
    * (`@override(label:)`): `'unset'` (default) plans with none set, as
-   * Apollo Gateway does; `'both'` prices each object at the most of the plan
-   * with every label set and the plan with none, for a router that sets
-   * them per request.
+   * Apollo Gateway does; `'both'` prices each object at the most of the
+   * plans of every setting of them, each label set or not, for a router
+   * that sets them per request (Apollo Router draws each `percent(n)` label
+   * anew): beyond `MAX_PLANNED_LABELS` labels, by the bound.
    */
   overrideLabels?: 'unset' | 'both' | undefined;
 }

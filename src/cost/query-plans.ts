@@ -31,6 +31,14 @@ let modules: PlannerModules | Error | undefined;
 export const MAX_PLANNED_SELECTIONS = 1000;
 
 /**
+ * The most progressive overrides' labels a supergraph may have for its
+ * operations to be planned under every setting of them (2^n plans each):
+ * beyond this the bound prices them, which counts either side of every
+ * label.
+ */
+export const MAX_PLANNED_LABELS = 3;
+
+/**
  * Apollo's query planner, loaded on first use rather than imported (an
  * optional peer dependency: the package loads without it): the copy
  * `@apollo/gateway` runs where the gateway is installed, so the plans are
@@ -78,10 +86,12 @@ type Build = (document: DocumentNode, operationName: string | undefined) => read
  * (`countsFor` answers null), as is every operation when the planner cannot
  * be loaded.
  *
- * `labels`: the progressive overrides' labels to plan for both ways (a
- * router that sets them per request): each object then costs the most of
- * the plan with all of them set and the plan with none. Apollo Gateway sets
- * none: an empty list plans as it does.
+ * `labels`: the progressive overrides' labels to plan for every way they
+ * may be set (a router draws each anew per request): each object then costs
+ * the most of the plans of every combination of them — not only all set
+ * and none set, since a plan that takes one field from each side fetches
+ * from both. More than `MAX_PLANNED_LABELS` labels are priced by the bound.
+ * Apollo Gateway sets none: an empty list plans as it does.
  */
 export class QueryPlans {
   private planner: Build | null | undefined;
@@ -118,7 +128,7 @@ export class QueryPlans {
     if (this.planner !== undefined) return this.planner;
     const loaded = plannerModules();
     this.planner = null;
-    if (loaded instanceof Error) return null;
+    if (loaded instanceof Error || this.labels.length > MAX_PLANNED_LABELS) return null;
     try {
       // Read as the gateway reads the supergraph it serves (in production, without validating it again).
       const supergraph = loaded.Supergraph.build(this.sdl, { validateSupergraph: false });
@@ -130,7 +140,7 @@ export class QueryPlans {
         recursiveSelectionsLimitDisabled: process.env['APOLLO_DISABLE_SECURITY_RECURSIVE_SELECTIONS_CHECK'] === 'true',
         nonLocalSelectionsLimitDisabled: process.env['APOLLO_DISABLE_SECURITY_NON_LOCAL_SELECTIONS_CHECK'] === 'true',
       };
-      const settings = this.labels.length === 0 ? [limits] : [limits, { ...limits, overrideConditions: new Map(this.labels.map((label) => [label, true])) }];
+      const settings = labelSettings(this.labels).map((set) => (set === undefined ? limits : { ...limits, overrideConditions: set }));
       this.planner = (document, operationName) => {
         const operation = loaded.operationFromDocument(apiSchema, document, operationName === undefined ? {} : { operationName });
         return settings.map((options) => planner.buildQueryPlan(operation, options));
@@ -140,6 +150,12 @@ export class QueryPlans {
     }
     return this.planner;
   }
+}
+
+/** Every setting of the labels, each label set or not: 2^n of them (`undefined`, none set, for no labels). */
+function labelSettings(labels: readonly string[]): (Map<string, boolean> | undefined)[] {
+  if (labels.length === 0) return [undefined];
+  return Array.from({ length: 2 ** labels.length }, (_, bits) => new Map(labels.map((label, i) => [label, (bits & (1 << i)) !== 0])));
 }
 
 /**

@@ -17,8 +17,10 @@ export type Supergraph =
   | { readonly kind: 'refused'; readonly hash: string };
 
 /**
- * Every supergraph SDL is built into a cost model once, priced exactly as
- * Apollo Gateway's plugin prices its `coreSupergraphSdl`, and kept while it
+ * Every supergraph SDL is built into a cost model once, priced as Apollo
+ * Gateway's plugin prices its `coreSupergraphSdl` — save that each object
+ * costs the most of its plans under every setting of the progressive
+ * overrides' labels, which the Router sets per request — and kept while it
  * is among the `MAX_SUPERGRAPHS` used last. The Router sends the whole SDL
  * with every payload; the response stage may find it again by its SHA-256.
  */
@@ -58,7 +60,8 @@ export class Supergraphs {
   private build(sdl: string): Supergraph {
     const hash = createHash('sha256').update(sdl).digest('hex');
     try {
-      const source = supergraphPricing(sdl);
+      // The Router draws each progressive override's label anew per request (and a coprocessor or Rhai script may set any): every setting of them is priced.
+      const source = supergraphPricing(sdl, { overrideLabels: 'both' });
       this.limiter.load(source.schema, source);
       this.limiter.warnIfUnlimited(source.schema, this.logger);
       return { kind: 'accepted', hash, schema: source.schema };
