@@ -49,6 +49,8 @@ const SETUPS: Record<string, () => Promise<Server>> = {
   'quick-start': () => spawned('examples/quick-start.ts', { NODE_ENV: 'production' }),
   'measure-mode': () => spawned('examples/measure-mode.ts'),
   rules: () => spawned('examples/rules.ts'),
+  'code-first': () => spawned('examples/code-first.ts'),
+  pothos: () => spawned('examples/pothos.ts'),
   // docs/getting-started.md's server on this suite's Redis, its user's bucket emptied first.
   'apollo-server': async () => {
     const redisUrl = inject('redisUrl');
