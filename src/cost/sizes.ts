@@ -1,7 +1,7 @@
 /**
  * What a size argument's value says about a list's size: the largest
- * reading a resolver may make of it (`Number(v)`, `parseInt`, `parseFloat`,
- * `slice(0, v)`, `Array.from({ length: v })`, `Math.min(v, …)`):
+ * reading a resolver may make of it (`Number(v)`, `parseFloat(v)`,
+ * `parseInt(v)`, `slice(0, v)`, `Array.from({ length: v })`, `Math.min(v, …)`):
  *
  * - `NaN`: nothing (the argument is absent);
  * - `-1`: a value no resolver can be trusted to honour as a size (null,
@@ -9,12 +9,16 @@
  * - else the size, a whole number: a fraction counts rounded up, anything
  *   past `Number.MAX_VALUE` (Infinity included) as `Number.MAX_VALUE`.
  *
- * A BigInt or a number counts by its value; a string by the larger of what
+ * A BigInt counts by its value, a number by its value or the integer
+ * `parseInt` reads in its text, whichever is larger (`9e-7` is 9); a string by the largest of what
  * `Number` reads in it (surrounding whitespace, exponents, hexadecimal,
- * binary and octal notations) and the number it starts with (`parseFloat`:
- * `"50000 rows"` is 50000); an object by what its `valueOf` says (a custom
- * scalar's `Decimal`); a list by the larger of its length and what its
- * first element reads as, nested lists included (`Number([50000])` and
+ * binary and octal notations), the number `parseFloat` reads at its start
+ * (`"50000 rows"` is 50000) and the integer `parseInt` reads there (a sign,
+ * a `0x` prefix, up to the first character it cannot read: `"0x4E20 rows"`
+ * and `"+0x4E20"` are 20000, `"20000e-9"` is 20000); an object by what it
+ * converts to (`valueOf`, `Symbol.toPrimitive`, `toString`: a custom
+ * scalar's `Decimal`); a list by the larger of its length and what its first
+ * element reads as, nested lists included (`Number([50000])` and
  * `parseInt([50000, 1])` both read 50000).
  *
  * With `list`, the argument is a GraphQL list (`ids: [ID!]`): its size is
@@ -25,7 +29,7 @@ export function sizeOf(value: unknown, list = false): number {
   if (list) return value === undefined ? Number.NaN : value === null ? -1 : Array.isArray(value) ? value.length : 1;
   switch (typeof value) {
     case 'number':
-      return numberSize(value);
+      return numberOrTextSize(value);
     case 'undefined':
       return Number.NaN;
     case 'bigint':
@@ -75,16 +79,27 @@ function listSize(list: readonly unknown[]): number {
   return size;
 }
 
-/** `Number("0x10")` reads hexadecimal and exponents, `parseFloat("50000 rows")` a leading number: whichever is larger. */
+/** Every standard reading of a string: `Number` (not of a blank string, which it reads as 0), `parseFloat` and `parseInt`; the largest usable one. */
 function stringSize(text: string): number {
-  const whole = text.trim() === '' ? Number.NaN : Number(text);
-  const leading = Number.parseFloat(text);
-  const a = Number.isNaN(whole) ? -1 : numberSize(whole);
-  const b = Number.isNaN(leading) ? -1 : numberSize(leading);
-  return a > b ? a : b;
+  let size = text.trim() === '' ? -1 : numberReading(Number(text));
+  const float = numberReading(Number.parseFloat(text));
+  if (float > size) size = float;
+  const integer = numberReading(Number.parseInt(text));
+  return integer > size ? integer : size;
 }
 
-/** What `Number(value)` and `parseFloat(String(value))` read in an object (`valueOf`, `Symbol.toPrimitive`, `toString`): the larger. */
+/** A number as `Number` reads it, or as `parseInt` reads its text when larger (`String(9e-7)` is `"9e-7"`: 9). */
+function numberOrTextSize(value: number): number {
+  const size = numberSize(value);
+  const integer = numberReading(Number.parseInt(String(value)));
+  return integer > size ? integer : size;
+}
+
+function numberReading(value: number): number {
+  return Number.isNaN(value) ? -1 : numberSize(value);
+}
+
+/** What `Number(value)`, and every reading of `String(value)`, find in an object (`valueOf`, `Symbol.toPrimitive`, `toString`): the largest. */
 function objectSize(value: object): number {
   let size = -1;
   try {
