@@ -1,32 +1,9 @@
 // What a user's editor shows on hover: every option of every public options
 // type, and every public constructor, has a doc comment, and an optional
 // option's says its default.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-// Every public entry point of the package, as package.json exports them (./dist/src/x.js is src/x.ts).
-const exportsField = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { exports: Record<string, unknown> }).exports;
-const ENTRY_POINTS = Object.values(exportsField)
-  .map((target) => (typeof target === 'object' && target !== null ? (target as { default?: string }).default : target))
-  .filter((target): target is string => typeof target === 'string' && /^\.\/dist\/src\/.*\.js$/.test(target))
-  .map((target) => target.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts'));
-const program = ts.createProgram(
-  ENTRY_POINTS.map((file) => `${ROOT}${file}`),
-  { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, skipLibCheck: true },
-);
-const checker = program.getTypeChecker();
-const exported = ENTRY_POINTS.flatMap((file) => {
-  const source = program.getSourceFile(`${ROOT}${file}`);
-  const symbol = source && checker.getSymbolAtLocation(source);
-  return symbol ? checker.getExportsOfModule(symbol) : [];
-});
-
-function resolved(symbol: ts.Symbol): ts.Symbol {
-  return symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-}
+import { checker, exported, optionTypes } from './support/public-api.js';
 
 const docs = (symbol: ts.Symbol): string => ts.displayPartsToString(symbol.getDocumentationComment(checker));
 
@@ -37,12 +14,10 @@ describe('doc comments of the public API', () => {
 
   it('every option of an exported `…Options` type has one, and an optional one states its default', () => {
     const missing: string[] = [];
-    for (const symbol of exported.map(resolved)) {
-      if (!/Options$/.test(symbol.getName()) || !(symbol.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias))) continue;
-      const type = checker.getDeclaredTypeOfSymbol(symbol);
-      for (const property of checker.getPropertiesOfType(type)) {
+    for (const { name, properties } of optionTypes()) {
+      for (const property of properties) {
         const text = docs(property);
-        const where = `${symbol.getName()}.${property.getName()}`;
+        const where = `${name}.${property.getName()}`;
         if (text.trim() === '') missing.push(`${where}: no doc comment`);
         else if (property.flags & ts.SymbolFlags.Optional && !/default/i.test(text)) missing.push(`${where}: no default stated`);
       }
@@ -52,7 +27,7 @@ describe('doc comments of the public API', () => {
 
   it('every exported class has one, and so does its constructor where it takes arguments', () => {
     const missing: string[] = [];
-    for (const symbol of exported.map(resolved)) {
+    for (const symbol of exported) {
       if (!(symbol.flags & ts.SymbolFlags.Class)) continue;
       if (docs(symbol).trim() === '') missing.push(`${symbol.getName()}: no doc comment`);
       const constructors = symbol.members?.get(ts.InternalSymbolName.Constructor)?.declarations ?? [];
