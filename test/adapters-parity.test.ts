@@ -1,23 +1,27 @@
 // SPEC §3, §4 and §6 "Since 0.2.1": what runs is what was priced, on every
 // server and every path. One table of operations goes through Apollo Server
-// over HTTP (POST and GET), GraphQL Yoga over HTTP (POST and GET) and
-// graphql-ws beside Apollo Server, each with a fresh identity of a RedisStore
-// whose buckets cannot refill during the test; each transport must show the
-// same charge, answer, report and resolver runs, and the HTTP ones the same
-// status and headers (a socket has none: its answer stands for them).
-// Subscriptions go through graphql-ws and Yoga's SSE.
+// over HTTP (POST and GET), GraphQL Yoga over HTTP (POST and GET),
+// graphql-ws beside Apollo Server, and Mercurius over HTTP (POST and GET) and
+// its WebSocket, each with a fresh identity of a RedisStore whose buckets
+// cannot refill during the test; each transport must show the same charge,
+// answer, report and resolver runs, and the HTTP ones the same status and
+// headers (a socket has none: its answer stands for them). Subscriptions go
+// through graphql-ws, Mercurius' WebSocket and Yoga's SSE.
 import { on, EventEmitter } from 'node:events';
 import { createServer } from 'node:net';
 import type { BaseContext } from '@apollo/server';
 import { makeExecutableSchema } from '@graphql-tools/schema';
+import Fastify from 'fastify';
 import type { GraphQLFormattedError } from 'graphql';
 import type { Context } from 'graphql-ws';
 import { createYoga } from 'graphql-yoga';
 import type { YogaInitialContext } from 'graphql-yoga';
 import { Redis } from 'ioredis';
+import mercurius from 'mercurius';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { useTokenBucket } from '../src/envelop/index.js';
 import { tokenBucketSubscriptions } from '../src/graphql-ws/index.js';
+import { mercuriusTokenBucket } from '../src/mercurius/index.js';
 import { Rate, RedisStore, TokenBucket, tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../src/index.js';
 import type { BucketStore, LimiterOptions, TokenBucket as Bucket } from '../src/index.js';
 import { disposeClients, postJson, postSse, run, serveApolloWithSockets, serveHandler, socketClient, start } from './support/adapters.js';
@@ -96,8 +100,10 @@ interface Servers {
   apollo: string;
   ws: string;
   yoga: string;
+  mercurius: string;
+  mercuriusWs: string;
   store: RecordingStore;
-  /** The three adapters' loggers, merged. */
+  /** The four adapters' loggers, merged. */
   logger: CapturedLogger;
   metrics: MetricsProbe;
 }
@@ -158,7 +164,26 @@ async function serveAll(inner: BucketStore & Required<Pick<BucketStore, 'acquire
   });
   const served = await serveHandler(yoga);
   stops.push(served.stop);
-  return { apollo: apollo.url, ws: apollo.wsUrl, yoga: served.url, store, logger, metrics };
+  const fastify = await serveMercurius(limits, logger);
+  return { apollo: apollo.url, ws: apollo.wsUrl, yoga: served.url, ...fastify, store, logger, metrics };
+}
+
+/** Fastify with Mercurius (batches and subscriptions on), limited alike, on a schema of its own (the limiter wraps its subscription fields). */
+async function serveMercurius(limits: Omit<LimiterOptions<unknown>, 'identify'>, logger: CapturedLogger): Promise<Pick<Servers, 'mercurius' | 'mercuriusWs'>> {
+  const app = Fastify();
+  stops.push(() => app.close());
+  await app.register(mercurius, { schema: makeExecutableSchema({ typeDefs, resolvers }), allowBatchedQueries: true, subscription: { fullWsTransport: true } });
+  await app.register(mercuriusTokenBucket, {
+    ...limits,
+    logger,
+    identify: (context, bucket) => {
+      const { reply, _connectionInit: init } = context as { reply?: { request?: { headers: Record<string, unknown> } }; _connectionInit?: { user?: unknown } };
+      return identity(String(init?.user ?? reply?.request?.headers['x-user-id']), bucket);
+    },
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  return { mercurius: `http://127.0.0.1:${port}/graphql`, mercuriusWs: `ws://127.0.0.1:${port}/graphql` };
 }
 
 function redisStore(): RedisStore {
@@ -215,8 +240,9 @@ function codesOf(errors: readonly GraphQLFormattedError[] | undefined): string[]
   });
 }
 
+/** No data: Mercurius answers an operation refused before it runs (by itself or by the limiter) with `data: null`, the others leave it out. */
 function answerOf(body: ResponseBody): Seen['answers'][number] {
-  return { codes: codesOf(body.errors as GraphQLFormattedError[] | undefined), data: body.data, report: body.extensions?.['rateLimit'] };
+  return { codes: codesOf(body.errors as GraphQLFormattedError[] | undefined), data: body.data ?? undefined, report: body.extensions?.['rateLimit'] };
 }
 
 function headersOf(status: number, headers: Headers): Pick<Seen, 'status' | 'retryAfter' | 'rateLimit'> {
@@ -225,8 +251,10 @@ function headersOf(status: number, headers: Headers): Pick<Seen, 'status' | 'ret
 
 type Transport = (servers: Servers, operations: readonly Operation[], user: string) => Promise<Seen>;
 
+type HttpServer = 'apollo' | 'yoga' | 'mercurius';
+
 const post =
-  (server: 'apollo' | 'yoga'): Transport =>
+  (server: HttpServer): Transport =>
   async (servers, operations, user) => {
     const batch = operations.length > 1;
     const answer = await postJson<ResponseBody | ResponseBody[]>(servers[server], batch ? operations : operations[0], { 'x-user-id': user });
@@ -235,7 +263,7 @@ const post =
   };
 
 const get =
-  (server: 'apollo' | 'yoga'): Transport =>
+  (server: HttpServer): Transport =>
   async (servers, [operation], user) => {
     const url = new URL(servers[server]);
     url.searchParams.set('query', operation!.query);
@@ -246,25 +274,30 @@ const get =
   };
 
 /** Each operation over one socket, one after the other (graphql-ws has no batches). */
-const socket: Transport = async (servers, operations, user) => {
-  const client = socketClient(servers.ws, { user });
-  const answers: Seen['answers'] = [];
-  for (const operation of operations) {
-    const outcome = await run(client, operation);
-    const errors = outcome.errors ?? outcome.results.flatMap((r) => r.errors ?? []);
-    answers.push({ codes: codesOf(errors), data: outcome.results[0]?.data, report: outcome.results[0]?.extensions?.['rateLimit'] });
-  }
-  return { status: undefined, retryAfter: undefined, rateLimit: undefined, answers };
-};
+const socket =
+  (server: 'ws' | 'mercuriusWs'): Transport =>
+  async (servers, operations, user) => {
+    const client = socketClient(servers[server], { user });
+    const answers: Seen['answers'] = [];
+    for (const operation of operations) {
+      const outcome = await run(client, operation);
+      const errors = outcome.errors ?? outcome.results.flatMap((r) => r.errors ?? []);
+      answers.push({ codes: codesOf(errors), data: outcome.results[0]?.data ?? undefined, report: outcome.results[0]?.extensions?.['rateLimit'] });
+    }
+    return { status: undefined, retryAfter: undefined, rateLimit: undefined, answers };
+  };
 
 const TRANSPORTS: Record<string, Transport> = {
   'Apollo Server, HTTP POST': post('apollo'),
   'Apollo Server, HTTP GET': get('apollo'),
   'GraphQL Yoga, HTTP POST': post('yoga'),
   'GraphQL Yoga, HTTP GET': get('yoga'),
-  'graphql-ws beside Apollo Server': socket,
+  'graphql-ws beside Apollo Server': socket('ws'),
+  'Mercurius, HTTP POST': post('mercurius'),
+  'Mercurius, HTTP GET': get('mercurius'),
+  'Mercurius, WebSocket': socket('mercuriusWs'),
 };
-const BATCH_TRANSPORTS = ['Apollo Server, HTTP POST', 'GraphQL Yoga, HTTP POST', 'graphql-ws beside Apollo Server'];
+const BATCH_TRANSPORTS = ['Apollo Server, HTTP POST', 'GraphQL Yoga, HTTP POST', 'graphql-ws beside Apollo Server', 'Mercurius, HTTP POST', 'Mercurius, WebSocket'];
 
 interface Case {
   name: string;
@@ -287,6 +320,12 @@ interface Case {
 }
 
 const PROTO_REFUSED = { status: 400, codes: [['BAD_USER_INPUT __proto__']], runs: [], charged: [] };
+/**
+ * A `__proto__` key in the JSON the client sends: Fastify refuses the body
+ * (and Mercurius the GET variables, and its socket the message) before
+ * Mercurius or the limiter see it; see "Mercurius refuses …" below.
+ */
+const JSON_PROTO = { ...PROTO_REFUSED, transports: Object.keys(TRANSPORTS).filter((name) => !name.startsWith('Mercurius')) };
 
 // A variable or input field named `__proto__`: GraphQL Yoga's executor keeps
 // variables in plain objects, where that key vanishes (the resolver got its
@@ -296,23 +335,23 @@ const CASES: Case[] = [
   {
     name: 'a variable named __proto__ with a value',
     operations: [{ query: 'query($__proto__: Int) { items(first: $__proto__) { id } }', variables: JSON.parse('{"__proto__": 0}') as Record<string, unknown> }],
-    ...PROTO_REFUSED,
+    ...JSON_PROTO,
   },
   { name: 'a list variable named __proto__ with a default', operations: [{ query: 'query($__proto__: [ID!] = []) { list(ids: $__proto__) { id } }' }], ...PROTO_REFUSED },
   {
     name: 'an input field named __proto__ in a variable',
     operations: [{ query: 'query($f: Filter) { filtered(filter: $f) { id } }', variables: JSON.parse('{"f": {"__proto__": {"first": 400}}}') as Record<string, unknown> }],
-    ...PROTO_REFUSED,
+    ...JSON_PROTO,
   },
   {
     name: 'an input field named __proto__ nested in a variable',
     operations: [{ query: 'query($f: Filter) { filtered(filter: $f) { id } }', variables: JSON.parse('{"f": {"first": 1, "and": {"__proto__": {"first": 400}}}}') as Record<string, unknown> }],
-    ...PROTO_REFUSED,
+    ...JSON_PROTO,
   },
   {
     name: 'an input field named __proto__ in a list in a variable',
     operations: [{ query: 'query($f: Filter) { filtered(filter: $f) { id } }', variables: JSON.parse('{"f": {"first": 1, "any": [{"first": 1}, {"__proto__": {"first": 400}}]}}') as Record<string, unknown> }],
-    ...PROTO_REFUSED,
+    ...JSON_PROTO,
   },
   {
     name: 'a variable named like another property of Object.prototype: served and charged its value',
@@ -344,7 +383,7 @@ const CASES: Case[] = [
     // document's only operation, unpriced: the limiter refuses what it cannot price.
     name: 'an empty operationName: refused, nothing charged',
     operations: [{ query: '{ expensive }', operationName: '' }],
-    transports: ['Apollo Server, HTTP POST', 'GraphQL Yoga, HTTP POST', 'graphql-ws beside Apollo Server'],
+    transports: ['Apollo Server, HTTP POST', 'GraphQL Yoga, HTTP POST', 'graphql-ws beside Apollo Server', 'Mercurius, HTTP POST', 'Mercurius, WebSocket'],
     status: 400,
     codes: [['error']],
     runs: [],
@@ -485,6 +524,12 @@ describe('one operation, every adapter and transport alike', () => {
     await expectParity(servers, c, BATCH_TRANSPORTS);
   });
 
+  it('Mercurius refuses a __proto__ key in the JSON it is sent before the limiter sees it (Fastify\'s protection): 400, nothing charged or run', async () => {
+    for (const c of CASES.filter((k) => k.transports === JSON_PROTO.transports)) {
+      await expectParity(servers, { ...c, codes: [['error']] }, ['Mercurius, HTTP POST', 'Mercurius, HTTP GET']);
+    }
+  });
+
   it('identify failing logs the fault; no client sees it', async () => {
     const c = CASES.find((k) => k.user === BROKEN)!;
     const errors = servers.logger.errors.length;
@@ -563,7 +608,7 @@ describe('measure with onStoreError deny, the store failing', () => {
   });
 });
 
-describe('subscriptions, over graphql-ws and GraphQL Yoga\'s SSE', () => {
+describe('subscriptions, over graphql-ws, Mercurius\' WebSocket and GraphQL Yoga\'s SSE', () => {
   let servers: Servers;
   beforeAll(async () => {
     servers = await serveAll(redisStore());
@@ -575,6 +620,7 @@ describe('subscriptions, over graphql-ws and GraphQL Yoga\'s SSE', () => {
     runs.splice(0);
     const sse = await postSse(servers.yoga, { query: 'subscription { ticks }' }, { 'x-user-id': user });
     const ws = await run(socketClient(servers.ws, { user: `${user}-ws` }), { query: 'subscription { ticks }' });
+    const fastify = await run(socketClient(servers.mercuriusWs, { user: `${user}-mercurius` }), { query: 'subscription { ticks }' });
     const report = { rateLimit: { live: { cost: 1, remaining: 9, capacity: 10 } } };
     expect(sse.status).toBe(200);
     expect(sse.events).toEqual([
@@ -583,7 +629,8 @@ describe('subscriptions, over graphql-ws and GraphQL Yoga\'s SSE', () => {
       { event: 'complete', data: null },
     ]);
     expect(ws).toEqual({ results: [{ data: { ticks: 1 }, extensions: report }, { data: { ticks: 0 } }], completed: true });
-    expect(runs).toEqual(['ticks', 'ticks']);
+    expect(fastify).toEqual(ws);
+    expect(runs).toEqual(['ticks', 'ticks', 'ticks']);
   });
 
   it('refuse a variable named __proto__ before they start, alike', async () => {
@@ -593,10 +640,13 @@ describe('subscriptions, over graphql-ws and GraphQL Yoga\'s SSE', () => {
     const subscription = { query: 'subscription($__proto__: Int = 0) { ticks(from: $__proto__) }' };
     const sse = await postSse(servers.yoga, subscription, { 'x-user-id': `proto-${users}` });
     const ws = await run(socketClient(servers.ws, { user: `proto-${users}-ws` }), subscription);
+    const fastify = await run(socketClient(servers.mercuriusWs, { user: `proto-${users}-mercurius` }), subscription);
     expect(sse.status).toBe(400);
     expect(sse.events.map((e) => (e.data as ResponseBody | null)?.errors?.map((x) => x.extensions?.['code']))).toEqual([['BAD_USER_INPUT'], undefined]);
     expect(ws.errors?.map((x) => x.extensions?.['code'])).toEqual(['BAD_USER_INPUT']);
     expect(ws.results).toEqual([]);
+    expect(fastify.errors?.map((x) => x.extensions?.['code'])).toEqual(['BAD_USER_INPUT']);
+    expect(fastify.results).toEqual([]);
     expect(runs).toEqual([]);
     expect(servers.store.calls).toHaveLength(calls);
   });
