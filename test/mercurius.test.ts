@@ -258,6 +258,15 @@ describe('start-up', () => {
     await app.close();
   });
 
+  it('fails the start when the schema Mercurius serves, extended after the limiter was registered, names an unknown bucket', async () => {
+    const app = Fastify();
+    await app.register(mercurius, { schema: `${tokenBucketDirectiveTypeDefs} type Query { a: Int @tokenBucket(name: "a", cost: 1) }` });
+    await app.register(mercuriusTokenBucket, options);
+    app.graphql.extendSchema('extend type Query { b: Int @tokenBucket(name: "nope", cost: 1) }');
+    await expect(app.ready().then(() => 'ready')).rejects.toThrow('@tokenBucket on Query.b names bucket "nope", which is not in the plugin\'s buckets ("a")');
+    await app.close();
+  });
+
   it('fails the registration when mercurius is not registered before it', async () => {
     const app = Fastify();
     await expect(app.register(mercuriusTokenBucket, options)).rejects.toThrow(/mercurius/);

@@ -201,6 +201,10 @@ export const mercuriusTokenBucket: MercuriusTokenBucketPlugin = async function m
 
   // Hooks added now run after those of every plugin registered before the server is ready.
   app.addHook('onReady', async () => {
+    // The schema served from now on, with what plugins registered after the limiter extended or replaced: its faults fail the start.
+    limiter.load(graphql.schema, undefined, logger);
+    // The schema served from now on, with what plugins registered after the limiter extended or replaced: its faults fail the start.
+    limiter.load(graphql.schema, undefined, logger);
     graphql.addHook('preExecution', preExecution as never);
     graphql.addHook('onResolution', onResolution as never);
     graphql.addHook('preSubscriptionExecution', subscriptions.preSubscriptionExecution as never);
