@@ -147,18 +147,46 @@ describe('routerCoprocessor at SupergraphRequest', () => {
     expect(seen[0]!.method).toBe('POST');
   });
 
-  it('takes nothing for an operation that does not parse or whose variables do not coerce, and lets the Router answer it', async () => {
+  it('refuses, taking nothing, an operation that does not parse here or whose variables do not coerce: never runs it unpriced', async () => {
     const { coprocessor, store } = await start();
-    const bad = [
-      { query: '{ products(first: 3) { id ', headers: { 'x-user-id': user } },
-      { query: 'query($n: Int) { products(first: $n) { id } }', variables: { n: 'three' }, headers: { 'x-user-id': user } },
-      { query: 'query($n: Int!) { products(first: $n) { id } }', headers: { 'x-user-id': user } },
+    const deep = `{ products(first: 1) { ${'reviews { '.repeat(20_000)}body${' }'.repeat(20_000)} } }`;
+    const bad: [ClientRequest, number, string][] = [
+      [{ query: '{ products(first: 3) { id ' }, 400, 'GRAPHQL_PARSE_FAILED'],
+      // Deeper than graphql-js parses on this stack; a Router whose parser_max_recursion allows it would run it.
+      [{ query: deep }, 400, 'GRAPHQL_PARSE_FAILED'],
+      [{ query: 'query($n: Int) { products(first: $n) { id } }', variables: { n: 'three' } }, 400, 'BAD_USER_INPUT'],
+      [{ query: 'query($n: Int!) { products(first: $n) { id } }' }, 400, 'BAD_USER_INPUT'],
     ];
-    for (const request of bad) {
-      const payload = supergraphRequestPayload(request, SDL);
-      const answer = await coprocessor.post(payload);
-      expect(answer.body).toEqual(unchangedAnswer(payload, 'continue'));
+    for (const [request, status, code] of bad) {
+      const answer = await throughRouter({ request: coprocessor }, { ...request, headers: { 'x-user-id': user } }, SDL, notCalled);
+      expect(answer.status, request.query.slice(0, 40)).toBe(status);
+      expect((answer.body['errors'] as { extensions: { code: string } }[])[0]!.extensions.code).toBe(code);
     }
+    const check = await store.checkAll([{ bucket: new TokenBucket('api', 1000, Rate.perHour(1)), key: user, cost: 1 }]);
+    expect(check.remaining).toEqual([1000]);
+  });
+
+  it('refuses variables graphql-js does not coerce though the Router does: null for a non-null input field with a default', async () => {
+    const { coprocessor, store } = await start({ rules: { Query: { bucket: 'api' } } });
+    const federation = 'extend schema @link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key"])';
+    const { supergraphSdl: sdl, errors } = composeServices([
+      {
+        name: 'catalog',
+        typeDefs: parse(`${federation}
+          input Page { first: Int! = 500 }
+          type Query { products(page: Page): [Product!]! }
+          type Product @key(fields: "id") { id: ID! }`),
+        url: 'http://catalog:4000',
+      },
+    ]);
+    expect(errors).toBeUndefined();
+    // The Router's validate_input_value takes the field's default for an explicit null; graphql-js refuses it.
+    const request = { query: 'query($p: Page) { products(page: $p) { id } }', variables: { p: { first: null } }, headers: { 'x-user-id': user } };
+    const answer = await throughRouter({ request: coprocessor }, request, sdl!, notCalled);
+    expect(answer.status).toBe(400);
+    expect(answer.body['errors']).toEqual([
+      expect.objectContaining({ message: 'Variable "$p" got invalid value null at "p.first"; Expected non-nullable type "Int!" not to be null.', extensions: { code: 'BAD_USER_INPUT' } }),
+    ]);
     const check = await store.checkAll([{ bucket: new TokenBucket('api', 1000, Rate.perHour(1)), key: user, cost: 1 }]);
     expect(check.remaining).toEqual([1000]);
   });

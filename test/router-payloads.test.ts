@@ -183,7 +183,8 @@ describe('payloads the limiter cannot use pass unchanged', () => {
     );
     const answer = await coprocessor.send(payload);
     expect(answer.status).toBe(200);
-    expect(answer.body['control']).toBe('continue');
+    // Not a String: refused, as the executor would refuse it.
+    expect(answer.body['control']).toEqual({ break: 400 });
   });
 });
 

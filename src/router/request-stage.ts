@@ -1,5 +1,4 @@
-import { GraphQLError, getVariableValues } from 'graphql';
-import type { GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { GraphQLError } from 'graphql';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
@@ -35,7 +34,7 @@ export async function supergraphRequest(state: CoprocessorState, payload: Payloa
     return proceed(payload);
   }
   const { query, operationName, variables } = body;
-  // Not an operation the Router can run: it answers the client itself.
+  // No operation the Router runs (it refuses a request without a query string before this stage): a payload the limiter cannot use, passed unchanged.
   if (typeof query !== 'string') return proceed(payload);
   if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return proceed(payload);
   if (variables !== undefined && variables !== null && !isObject(variables)) return proceed(payload);
@@ -54,15 +53,13 @@ export async function supergraphRequest(state: CoprocessorState, payload: Payloa
   let document;
   try {
     document = state.documents.parse(query);
-  } catch {
-    // The Router parsed it before this stage; one that does not parse here is its to answer, and takes nothing.
-    return proceed(payload);
+  } catch (error) {
+    // The Router parsed it before this stage, with a parser of its own: one graphql-js cannot read cannot be priced, and is refused.
+    return breakWith(payload, 400, errorsBody(unparsedError(error)));
   }
   const operation = executedOperation(document, operationName);
   // Nothing to price: refused here, as other servers than graphql-js's may run something.
   if (!operation) return breakWith(payload, 400, errorsBody(unidentifiedOperationError(document, operationName)));
-  // Variables that do not coerce: the Router refuses the operation after this stage, and it takes nothing.
-  if (!coercible(supergraph.schema, operation, variables)) return proceed(payload);
 
   const input: OperationInput<RouterRequest> = { schema: supergraph.schema, document, operation, variables, context: request, logger: state.logger };
   let decision: Decision | undefined;
@@ -96,20 +93,10 @@ function proceed(payload: Payload): Answer {
   return { ...unchanged(payload), control: 'continue' };
 }
 
-/**
- * Whether graphql-js coerces the variables as the operation declares them.
- * One that runs out of stack doing so is priced as sent (the cost model's
- * rule): execution, on another stack, may coerce them.
- */
-function coercible(schema: GraphQLSchema, operation: OperationDefinitionNode, variables: Record<string, unknown> | null | undefined): boolean {
-  const definitions = operation.variableDefinitions;
-  if (definitions === undefined || definitions.length === 0) return true;
-  try {
-    const { errors } = getVariableValues(schema, definitions, variables ?? {}, { maxErrors: 1 });
-    return errors === undefined || errors.some((e) => e.originalError instanceof RangeError);
-  } catch (error) {
-    return error instanceof RangeError;
-  }
+/** graphql-js's syntax error, or the refusal of a document that nests too deeply for it to parse. */
+function unparsedError(error: unknown): GraphQLError {
+  if (error instanceof GraphQLError) return new GraphQLError(error.message, { extensions: { ...error.extensions, code: 'GRAPHQL_PARSE_FAILED' } });
+  return new GraphQLError('The operation nests too deeply to be parsed.', { extensions: { code: 'GRAPHQL_PARSE_FAILED' } });
 }
 
 /** `GraphQL-Cost: validate`: priced and checked, nothing taken, nothing run; HTTP 200. */
