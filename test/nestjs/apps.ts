@@ -4,7 +4,7 @@
 import 'reflect-metadata';
 import { ApolloDriver } from '@nestjs/apollo';
 import type { ApolloDriverConfig } from '@nestjs/apollo';
-import { Injectable, Module, UseGuards } from '@nestjs/common';
+import { DefaultValuePipe, Injectable, Module, UseGuards } from '@nestjs/common';
 import type { CanActivate, ExecutionContext, MiddlewareConsumer, NestMiddleware, NestModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplication } from '@nestjs/common';
@@ -82,6 +82,15 @@ export class BooksResolver {
   search(@Args('term') term: string): Book[] {
     runs.push('search');
     return books.filter((b) => b.title.includes(term));
+  }
+
+  /** A size a pipe fills in, inside the resolver's call: the schema says it with `assumedSize`. */
+  @Query(() => [Book])
+  @Directive('@tokenBucket(name: "api")')
+  @Directive('@listSize(assumedSize: 30, slicingArguments: ["first"], requireOneSlicingArgument: false)')
+  shelf(@Args('first', { type: () => Int, nullable: true }, new DefaultValuePipe(30)) first: number): Book[] {
+    runs.push(`shelf:${first}`);
+    return books.slice(0, Math.max(0, first));
   }
 
   @Query(() => Int)

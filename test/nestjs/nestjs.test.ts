@@ -67,6 +67,16 @@ describe('a NestJS application, code-first, with IBM cost weights', () => {
   });
 });
 
+describe('a size a pipe fills in', () => {
+  it('is priced at the assumedSize the field declares, for the null or absent argument the pipe replaces', async () => {
+    const { url, store } = await start();
+    const user = { 'x-user-id': 'shelves' };
+    for (const query of ['{ shelf { id } }', '{ shelf(first: null) { id } }', '{ shelf(first: 2) { id } }']) expect((await post(url, query, user)).status).toBe(200);
+    expect(runs).toEqual(['shelf:30', 'shelf:30', 'shelf:2']);
+    expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:30'], ['api:30'], ['api:2']]);
+  });
+});
+
 describe('a NestJS application priced by rules, with no directive in its code', () => {
   it('charges as @tokenBucket would', async () => {
     const { url, store } = await start({ form: 'rules', rules: { 'Query.books': { bucket: 'api' } } });
