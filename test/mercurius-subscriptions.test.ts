@@ -47,8 +47,9 @@ describe('mercuriusTokenBucket over the WebSocket', () => {
     const server = await listening(store);
     const user = freshUser();
     const client = server.socket({ user });
+    const before = held.listenerCount('event');
     const running = start(client, { query: 'subscription { held }' });
-    await waitFor('the subscription to start', 5_000, () => held.listenerCount('event') > 0);
+    await waitFor('the subscription to start', 5_000, () => held.listenerCount('event') > before);
     held.emit('event', 1);
     await waitFor('its first event', 5_000, () => running.results.length === 1);
 
@@ -107,6 +108,40 @@ describe('mercuriusTokenBucket over the WebSocket', () => {
     expect(JSON.stringify(failed)).not.toContain('10.0.0.7');
     expect(logger.errors).toEqual([expect.stringContaining(DATABASE_FAULT)]);
     expect(await run(client, { query: 'subscription { other }' })).toEqual({ results: [], completed: true });
+    expect(runs).toEqual([]);
+  });
+
+  it('identify returning what is not an identity ends that operation alone; the socket and its running subscription live on', async () => {
+    const store = stillStore();
+    const logger = captureLogger();
+    // No key for `ticks` (its context prints the operation it runs), one for `held`.
+    const identify = (context: unknown) => (String((context as { __currentQuery?: unknown }).__currentQuery).includes('ticks') ? (undefined as unknown as string) : 'reader');
+    const server = await listening(store, { limits: limits(store, { logger, identify }) });
+    const client = server.socket({ user: freshUser() });
+    // Subscriptions of tests before may still be leaving.
+    const before = held.listenerCount('event');
+    const running = start(client, { query: 'subscription { held }' });
+    await waitFor('the subscription to start', 5_000, () => held.listenerCount('event') > before);
+    held.emit('event', 1);
+    await waitFor('its first event', 5_000, () => running.results.length === 1);
+    const failed = await run(client, TICKS);
+    expect(failed).toEqual({ results: [], errors: [{ message: 'Internal server error', locations: [{ line: 1, column: 25 }], path: ['ticks'], extensions: { code: 'INTERNAL_SERVER_ERROR' } }], completed: false });
+    held.emit('event', 2);
+    await waitFor('its second event', 5_000, () => running.results.length === 2);
+    expect(running.results.map((r) => r.data)).toEqual([{ held: 1 }, { held: 2 }]);
+    expect(logger.errors).toEqual([expect.stringMatching(/identify returned undefined for bucket "live", which is not an identity/)]);
+    expect(runs).toEqual(['held']);
+    running.cancel();
+  });
+
+  it('a subscription whose variables do not coerce is refused before it is priced: nothing charged', async () => {
+    const store = stillStore();
+    const server = await listening(store);
+    const user = freshUser();
+    const refused = await run(server.socket({ user }), { ...TICKS, variables: { n: 'many' } });
+    expect(refused.results).toEqual([]);
+    expect(refused.errors?.[0]?.message).toMatch(/^Variable "\$n" got invalid value "many"/);
+    expect(store.calls).toEqual([]);
     expect(runs).toEqual([]);
   });
 

@@ -247,6 +247,32 @@ describe('errors', () => {
   });
 });
 
+describe('refused before execution, charged nothing', () => {
+  // A missing non-null variable reaches the hooks (Mercurius checks variables only when some are sent); a wrong type does not.
+  const needs = 'query($n: Int!) { items(first: $n) { id } }';
+
+  it.each([
+    ['a missing non-null variable', { query: needs }],
+    ['a null non-null variable', { query: needs, variables: { n: null } }],
+    ['a variable of the wrong type', { query: needs, variables: { n: 'ten' } }],
+    // Over GET Mercurius itself answers an unknown name 200 with a TypeError's message, before any hook.
+    ['an unknown operation name', { query: 'query A { cheap }', operationName: 'B' }, 200],
+    ['a validation error', { query: '{ items { nope } }' }],
+  ])('%s: 400 over POST and GET and in a batch, no store call, no resolver', async (_what, operation, getStatus = 400) => {
+    const store = stillStore();
+    const server = await serve(store);
+    const user = freshUser();
+    const post = await server.post(operation, as(user));
+    const get = await server.get(operation, as(user));
+    const batch = await server.post<ResponseBody[]>([operation, { query: '{ cheap }' }], as(user));
+    expect([post.status, get.status]).toEqual([400, getStatus]);
+    expect(post.body.errors).toHaveLength(1);
+    expect(batch.body.map((b) => (b.errors ? 'refused' : b.data))).toEqual(['refused', { cheap: 1 }]);
+    expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:1']]);
+    expect(runs).toEqual(['cheap']);
+  });
+});
+
 describe('start-up', () => {
   const sdl = `${tokenBucketDirectiveTypeDefs} type Query { a: Int @tokenBucket(name: "nope", cost: 1) }`;
   const options = { store: new MemoryStore(), buckets: [new TokenBucket('a', 1, Rate.perHour(1))], identify: () => 'me' };
@@ -264,6 +290,15 @@ describe('start-up', () => {
     await app.register(mercuriusTokenBucket, options);
     app.graphql.extendSchema('extend type Query { b: Int @tokenBucket(name: "nope", cost: 1) }');
     await expect(app.ready().then(() => 'ready')).rejects.toThrow('@tokenBucket on Query.b names bucket "nope", which is not in the plugin\'s buckets ("a")');
+    await app.close();
+  });
+
+  it('fails the registration on an option it does not know, naming it and the valid ones', async () => {
+    const app = Fastify();
+    await app.register(mercurius, { schema: `${tokenBucketDirectiveTypeDefs} type Query { a: Int @tokenBucket(name: "a", cost: 1) }` });
+    await expect(app.register(mercuriusTokenBucket, { ...options, refundUnusedCosts: true } as never)).rejects.toThrow(
+      /^mercuriusTokenBucket has no option "refundUnusedCosts" \(did you mean "refundUnusedCost"\?\); its options are store, .*, chargeEachEvent, logger$/,
+    );
     await app.close();
   });
 
