@@ -116,7 +116,13 @@ describe("pricing a supergraph's query plans (what Apollo Gateway runs, and Apol
     expect(charge(supergraphPricing(two), query)).toBe(20);
     // One set and not the other (a request in 10 % × 80 %): a fetch from each. 10 × (1 + 2) = 30
     expect(charge(supergraphPricing(two, { overrideLabels: 'both' }), query)).toBe(30);
-    // Beyond MAX_PLANNED_LABELS, the bound: either side of each label a fetch of its own. 10 × (1 + 2 × 4) = 90
+    // Four plans per operation: each is planned up to a quarter of MAX_PLANNED_SELECTIONS (products, f0, f1 and the padding), the bound beyond.
+    const padding = (n: number) => Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(' ');
+    const limit = MAX_PLANNED_SELECTIONS / 4;
+    expect(charge(supergraphPricing(two, { overrideLabels: 'both' }), `{ products { f0 f1 } ${padding(limit - 3)} }`)).toBe(30);
+    // The bound: either side of each label a fetch of its own. 10 × (1 + 2 × 2) = 50
+    expect(charge(supergraphPricing(two, { overrideLabels: 'both' }), `{ products { f0 f1 } ${padding(limit - 2)} }`)).toBe(50);
+    // Beyond MAX_PLANNED_LABELS, the bound. 10 × (1 + 2 × 4) = 90
     const many = labelled(Array.from({ length: MAX_PLANNED_LABELS + 1 }, (_, i) => `percent(${i + 1})`));
     expect(charge(supergraphPricing(many, { overrideLabels: 'both' }), '{ products { f0 f1 f2 f3 } }')).toBe(90);
   });

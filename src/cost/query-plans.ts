@@ -82,7 +82,7 @@ type Build = (document: DocumentNode, operationName: string | undefined) => read
  * built by the same planner from the same supergraph, with the planner's
  * own limits as the gateway sets them, once per operation of a document
  * (as the gateway keeps its plans). An operation the planner refuses, or
- * of more than `MAX_PLANNED_SELECTIONS` selections, is priced by the bound
+ * of more than `maxSelections` selections, is priced by the bound
  * (`countsFor` answers null), as is every operation when the planner cannot
  * be loaded.
  *
@@ -91,25 +91,33 @@ type Build = (document: DocumentNode, operationName: string | undefined) => read
  * the most of the plans of every combination of them — not only all set
  * and none set, since a plan that takes one field from each side fetches
  * from both. More than `MAX_PLANNED_LABELS` labels are priced by the bound.
+ * Each operation is planned once per setting, so it is planned only up to
+ * `MAX_PLANNED_SELECTIONS` / 2^n selections: one operation's planning costs
+ * no more than without labels.
  * Apollo Gateway sets none: an empty list plans as it does.
  */
 export class QueryPlans {
   private planner: Build | null | undefined;
   private readonly plans = new WeakMap<DocumentNode, Map<OperationDefinitionNode, FetchCounts | null>>();
 
+  /** The most selections an operation planned here may hold: the planning work of one operation stays within `MAX_PLANNED_SELECTIONS` however many plans it takes. */
+  readonly maxSelections: number;
+
   /** `schema`: the supergraph as graphql-js builds it, for the types a plan names. */
   constructor(
     private readonly sdl: string,
     private readonly schema: GraphQLSchema,
     private readonly labels: readonly string[] = [],
-  ) {}
+  ) {
+    this.maxSelections = Math.floor(MAX_PLANNED_SELECTIONS / 2 ** Math.min(labels.length, MAX_PLANNED_LABELS));
+  }
 
   countsFor(document: DocumentNode, operation: OperationDefinitionNode): FetchCounts | null {
     let byOperation = this.plans.get(document);
     const known = byOperation?.get(operation);
     if (known !== undefined) return known;
     let counts: FetchCounts | null = null;
-    const planner = withinPlanning(document, operation) ? this.plannerFor() : null;
+    const planner = withinPlanning(document, operation, this.maxSelections) ? this.plannerFor() : null;
     if (planner !== null) {
       try {
         const each = planner(document, operation.name?.value).map((plan) => planFetchCounts(plan, document, operation, this.schema));
@@ -159,19 +167,19 @@ function labelSettings(labels: readonly string[]): (Map<string, boolean> | undef
 }
 
 /**
- * Whether the operation holds at most `MAX_PLANNED_SELECTIONS` selections
+ * Whether the operation holds at most `limit` selections
  * with its fragments spread out (as the planner reads it): counted one by
  * one and given up past the limit, so a fragment spread many times, or in
  * itself (validation off), costs no more than the limit.
  */
-function withinPlanning(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+function withinPlanning(document: DocumentNode, operation: OperationDefinitionNode, limit: number): boolean {
   const fragments = new Map<string, readonly SelectionNode[]>();
   for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition.selectionSet.selections);
   const pending: (readonly SelectionNode[])[] = [operation.selectionSet.selections];
   let count = 0;
   for (let selections = pending.pop(); selections !== undefined; selections = pending.pop()) {
     for (const selection of selections) {
-      if (++count > MAX_PLANNED_SELECTIONS) return false;
+      if (++count > limit) return false;
       if (selection.kind === Kind.FRAGMENT_SPREAD) {
         const spread = fragments.get(selection.name.value);
         if (spread !== undefined) pending.push(spread);
