@@ -397,7 +397,7 @@ describe('useTokenBucket in plain envelop', () => {
 });
 
 describe('GraphQL Yoga runs what was priced', () => {
-  it('a plugin after useTokenBucket that replaces the variables cannot change what runs', async () => {
+  it('a plugin after useTokenBucket that replaces the variables fails the operation, running nothing, and the log says to move it', async () => {
     const sizes: number[] = [];
     const schema = makeExecutableSchema({
       typeDefs: `${tokenBucketDirectiveTypeDefs}
@@ -405,19 +405,25 @@ describe('GraphQL Yoga runs what was priced', () => {
         type Query { items(first: Int!): [Item!]! @tokenBucket(name: "live") }`,
       resolvers: { Query: { items: (_: unknown, { first }: { first: number }) => (sizes.push(first), Array.from({ length: first }, (_x, i) => ({ id: i }))) } },
     });
+    const logger = captureLogger();
     const yoga = createYoga({
       schema,
       logging: false,
       plugins: [
-        useTokenBucket({ store: new MemoryStore(), buckets: [live], identify: () => 'me', reportCost: true }),
+        useTokenBucket({ store: new MemoryStore(), buckets: [live], identify: () => 'me', reportCost: true, logger }),
         { onExecute: ({ args }: { args: { variableValues?: unknown } }) => void (args.variableValues = { n: 3000 }) },
       ],
     });
     const server = await serveHandler(yoga);
     stops.push(server.stop);
     const answer = await postJson<ResponseBody>(server.url, { query: 'query($n: Int!) { items(first: $n) { id } }', variables: { n: 2 } });
-    expect(answer.body).toEqual({ data: { items: [{ id: '0' }, { id: '1' }] }, extensions: { rateLimit: { live: { cost: 2, remaining: 1, capacity: 3 } } } });
-    expect(sizes).toEqual([2]);
+    expect(answer.status).toBe(500);
+    expect(answer.body).toEqual({ errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+    expect(sizes).toEqual([]);
+    expect(logger.errors).toEqual([
+      'graphql-token-bucket: args.variableValues was changed after useTokenBucket priced it, so the operation is refused: what runs must be what was charged. ' +
+        'A plugin that changes the operation must run before useTokenBucket (earlier in the plugins list, or in an earlier hook).',
+    ]);
   });
 });
 

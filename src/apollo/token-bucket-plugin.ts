@@ -1,7 +1,16 @@
-import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext, GraphQLRequestListener, GraphQLServerContext, HeaderMap } from '@apollo/server';
+import type {
+  ApolloServerPlugin,
+  BaseContext,
+  GraphQLRequestContext,
+  GraphQLRequestContextDidResolveOperation,
+  GraphQLRequestListener,
+  GraphQLServerContext,
+  HeaderMap,
+} from '@apollo/server';
 import { GraphQLError } from 'graphql';
-import type { GraphQLSchema } from 'graphql';
-import { operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import type { DocumentNode, GraphQLSchema } from 'graphql';
+import { internalError, operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import { changedAfterPricing, freezeDocument, frozenVariables, holdProperties } from '../core/held-operation.js';
 import type { HttpExtension } from '../core/errors.js';
 import { BatchRefusals } from '../core/batch-refusals.js';
 import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cost-header.js';
@@ -85,7 +94,9 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 
       return {
         async didResolveOperation(requestContext) {
-          const { document, schema, logger } = requestContext;
+          const { schema, logger } = requestContext;
+          // Held before anything is awaited: plugins after this one run their didResolveOperation meanwhile.
+          const { document, variables } = holdOperation(requestContext, logger);
           if (costHeader) {
             const value = requestContext.request.http?.headers.get(COST_HEADER);
             const asked = costHeaderMode(value);
@@ -102,7 +113,7 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             schema,
             document,
             operation,
-            variables: requestContext.request.variables,
+            variables,
             context: requestContext,
             logger,
           };
@@ -186,6 +197,30 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
   };
   // Its declared type names no type of @apollo/server (see TokenBucketApolloPlugin); it is the same object.
   return plugin as TokenBucketApolloPlugin<TContext>;
+}
+
+/**
+ * Holds what Apollo Server's executor will read — `requestContext.document`
+ * (and the `queryHash` and `source` Apollo Gateway plans by), `request.query`,
+ * `request.operationName` and `request.variables` (now a frozen copy) — to
+ * what this plugin prices (see core/held-operation.ts). A later plugin that
+ * assigns another value fails the operation with a generic 500, the reason
+ * logged.
+ */
+function holdOperation(
+  requestContext: GraphQLRequestContextDidResolveOperation<BaseContext>,
+  logger: GraphQLServerContext['logger'],
+): { document: DocumentNode; variables: Readonly<Record<string, unknown>> | undefined } {
+  const refuse = (what: string): never => {
+    logger.error(changedAfterPricing(what, 'tokenBucketPlugin'));
+    throw internalError(apolloHttp);
+  };
+  const { request } = requestContext;
+  const document = freezeDocument(requestContext.document);
+  const variables = frozenVariables(request.variables);
+  holdProperties(request, { query: request.query, operationName: request.operationName, variables }, (name) => refuse(`request.${name}`));
+  holdProperties(requestContext, { document, queryHash: requestContext.queryHash, source: requestContext.source }, (name) => refuse(`requestContext.${name}`));
+  return { document, variables };
 }
 
 /**

@@ -7,7 +7,8 @@ import { COST_HEADER, costHeaderMode, invalidCostHeaderError } from '../core/cos
 import type { CostHeaderMode } from '../core/cost-header.js';
 import { dryRun, dryRunReport } from '../core/dry-run.js';
 import type { DryRun } from '../core/dry-run.js';
-import { operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import { internalError, operationFault, rateLimitedError, unavailableError, withHttpStatus } from '../core/errors.js';
+import { changedAfterPricing, freezeDocument, frozenVariables, holdProperties } from '../core/held-operation.js';
 import type { HttpExtension } from '../core/errors.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable } from '../core/events.js';
 import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
@@ -50,22 +51,46 @@ type Admission<TContext> =
   | { readonly answer: ExecutionResult }
   | { readonly answer?: undefined; readonly input: OperationInput<TContext>; readonly decision: Decision; readonly mode: CostHeaderMode | undefined };
 
-/**
- * `run` (envelop's execute or subscribe) with the schema, document,
- * operation name and variables of `priced`, the arguments as the plugin read
- * them: what a later plugin does to the execution arguments cannot change
- * what runs (nor make an operation execution refuses, which nothing priced, run).
- */
-function asPriced<TArgs extends PricedArgs, TResult>(run: (args: TArgs) => TResult, priced: PricedArgs): (args: TArgs) => TResult {
-  const { schema, document, operationName, variableValues } = priced;
-  return (args) => run({ ...args, schema, document, operationName, variableValues });
-}
+/** The execution arguments the limiter prices, and holds on envelop's `args` (see core/held-operation.ts). */
+const HELD = ['schema', 'document', 'operationName', 'variableValues'] as const;
 
 interface PricedArgs {
   schema: unknown;
   document: unknown;
   operationName?: unknown;
   variableValues?: unknown;
+}
+
+/**
+ * Holds the arguments of an operation to what is priced: the document
+ * frozen, the variables a frozen copy, each a read-only property of envelop's
+ * `args` (which later plugins' hooks get, and envelop spreads into the call
+ * of the execute function); a plugin that assigns another value fails the
+ * operation, the reason logged. Returns what is held.
+ */
+function holdArgs(args: PricedArgs, refuse: (what: string) => never): Readonly<PricedArgs> {
+  const held: PricedArgs = {
+    schema: args.schema,
+    document: freezeDocument(args.document as DocumentNode),
+    operationName: args.operationName,
+    variableValues: frozenVariables(args.variableValues),
+  };
+  holdProperties(args, held as unknown as Record<string, unknown>, (name) => refuse(`args.${name}`));
+  return held;
+}
+
+/**
+ * `run` (envelop's execute or subscribe), called only with the arguments held
+ * for it: a later plugin's wrapper that hands it others fails the operation,
+ * as a later plugin assigning them does.
+ */
+function asPriced<TArgs extends PricedArgs, TResult>(run: (args: TArgs) => TResult, held: Readonly<PricedArgs>, refuse: (what: string) => never): (args: TArgs) => TResult {
+  return (args) => {
+    for (const name of HELD) {
+      if (args[name] !== held[name]) refuse(`the ${name} handed to the execute function`);
+    }
+    return run(args);
+  };
 }
 
 /** The `Request` GraphQL Yoga puts in the context: the header is read from it, the response fields are keyed by it. */
@@ -100,6 +125,11 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   const fieldsByRequest = new RateLimitFieldsByResponse();
   const refusals = new BatchRefusals<Request>();
   let loaded = false;
+  /** A later plugin changed what was priced: logged, and the operation fails with a generic 500. */
+  const refuse = (what: string): never => {
+    logger.error(changedAfterPricing(what, owner));
+    throw internalError(yogaHttp);
+  };
   /** True while the server is being created: a schema given then fails the creation; one met later (a gateway's) is logged. */
   let creating = true;
 
@@ -212,7 +242,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
-      setExecuteFn(asPriced(executeFn, args));
+      setExecuteFn(asPriced(executeFn, holdArgs(args, refuse), refuse));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -243,7 +273,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
-      setSubscribeFn(asPriced(subscribeFn, args));
+      setSubscribeFn(asPriced(subscribeFn, holdArgs(args, refuse), refuse));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {

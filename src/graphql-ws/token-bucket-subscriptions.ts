@@ -2,6 +2,7 @@ import { GraphQLError, isSchema, parse, validate } from 'graphql';
 import type { DocumentNode, ExecutionArgs, GraphQLSchema } from 'graphql';
 import type { ConnectionInitMessage, Context, OperationResult, SubscribePayload } from 'graphql-ws';
 import { operationFault, rateLimitedError, unavailableError } from '../core/errors.js';
+import { changedAfterPricing, frozenVariables, holdProperties } from '../core/held-operation.js';
 import { chargeEachEvent, chargeEachEventOption, isAsyncIterable, reportOnFirst } from '../core/events.js';
 import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
 import { Limiter } from '../core/limiter.js';
@@ -87,6 +88,15 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
     };
   }
   const { reportCost, refundUnusedCost } = limiter.settings;
+  /**
+   * Code after this hook assigned another value to what was priced: logged, and the assignment
+   * does nothing (graphql-ws closes the whole socket on any error a hook throws).
+   */
+  const refuse = (name: string): void => {
+    logger.error(
+      changedAfterPricing(`payload.${name}`, owner, 'and the value priced is kept', `Code that changes the operation must do so before calling ${owner}'s onSubscribe.`),
+    );
+  };
 
   // Keyed by the subscribe message's payload, which graphql-ws hands to both
   // hooks: an entry lives exactly as long as the operation it describes.
@@ -94,6 +104,9 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
 
   return {
     async onSubscribe(ctx, id, payload) {
+      // What graphql-ws runs once this returns: held to what is priced (see core/held-operation.ts).
+      const variables = frozenVariables(payload.variables);
+      holdProperties(payload, { query: payload.query, operationName: payload.operationName, variables }, refuse);
       let schema: GraphQLSchema;
       try {
         schema = await schemaOf(ctx, id, payload);
@@ -121,7 +134,7 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
       // Nothing to price: refused here, as over HTTP.
       if (!operation) return [unidentifiedOperationError(document, payload.operationName)];
 
-      const input: OperationInput<Context<P, E>> = { schema, document, operation, variables: payload.variables, context: ctx, logger };
+      const input: OperationInput<Context<P, E>> = { schema, document, operation, variables, context: ctx, logger };
       let decision;
       try {
         decision = await limiter.decide(input);

@@ -186,8 +186,17 @@ export interface TestedSockets {
   stop(): Promise<void>;
 }
 
-/** graphql-ws beside Apollo Server, on the local schema, limited by `setup` (`apolloPlugins` go to Apollo Server). */
-export async function startSockets(graphs: Graphs, setup: ServerSetup & { sockets?: Record<string, unknown> }): Promise<TestedSockets> {
+type SubscriptionsHooks = ReturnType<typeof tokenBucketSubscriptions>;
+
+/**
+ * graphql-ws beside Apollo Server, on the local schema, limited by `setup`
+ * (`apolloPlugins` go to Apollo Server): `sockets` adds to useServer's
+ * options, `wrap` replaces the limiter's hooks with its own.
+ */
+export async function startSockets(
+  graphs: Graphs,
+  setup: ServerSetup & { sockets?: Record<string, unknown>; wrap?: (hooks: SubscriptionsHooks) => Partial<SubscriptionsHooks> },
+): Promise<TestedSockets> {
   const logger = captureLogger();
   const identify = identifyFrom(setup);
   const schema = makeExecutableSchema({ typeDefs: localTypeDefs, resolvers: localResolvers(graphs) });
@@ -195,12 +204,14 @@ export async function startSockets(graphs: Graphs, setup: ServerSetup & { socket
     schema,
     logger,
     sockets: {
-      ...tokenBucketSubscriptions({
-        ...setup.limits,
-        schema,
-        logger,
-        identify: (ctx: Context<Record<string, unknown> | undefined>, bucket) => identify(String(ctx.connectionParams?.['user'] ?? 'nobody'), bucket),
-      }),
+      ...(setup.wrap ?? ((hooks) => hooks))(
+        tokenBucketSubscriptions({
+          ...setup.limits,
+          schema,
+          logger,
+          identify: (ctx: Context<Record<string, unknown> | undefined>, bucket) => identify(String(ctx.connectionParams?.['user'] ?? 'nobody'), bucket),
+        }),
+      ),
       ...setup.sockets,
     },
     plugins: setup.apolloPlugins ?? [],
