@@ -6,28 +6,19 @@
 // caller's other operations, and over graphql-ws its socket and running
 // subscriptions, live on. On Apollo Server, GraphQL Yoga, graphql-ws, Apollo
 // Gateway and Hive Gateway.
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate, RedisStore, TokenBucket } from '../src/index.js';
 import type { Identity } from '../src/index.js';
-import { disposeClients, run, start } from './support/adapters.js';
+import { run, start } from './support/adapters.js';
 import { redisClient, uniquePrefix } from './support/clients.js';
-import { HTTP_SERVERS, startGraphs, startServer, startSockets } from './support/every-server.js';
-import type { Graphs, ServerSetup, TestedServer } from './support/every-server.js';
+import { HTTP_SERVERS, graphsOfThisFile, startServer, startSockets } from './support/every-server.js';
+import type { ServerSetup, TestedServer } from './support/every-server.js';
 import { RecordingStore, waitFor } from './support/graphql.js';
 import { tokensLeft } from './support/http-servers.js';
 
 const redis = redisClient(inject('redisUrl'));
-let graphs: Graphs & { stop(): Promise<void> };
-const stops: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  graphs = await startGraphs();
-});
-afterEach(() => disposeClients());
-afterAll(async () => {
-  await Promise.all(stops.splice(0).map((stop) => stop()));
-  await graphs.stop();
-  redis.disconnect();
-});
+const shared = graphsOfThisFile(redis);
+const { stops } = shared;
 
 const api = new TokenBucket('api', 1000, Rate.perHour(1));
 const login = new TokenBucket('login', 10, Rate.perHour(1));
@@ -75,7 +66,7 @@ describe.each(HTTP_SERVERS)('%s', (kind) => {
   let store: RecordingStore;
   beforeAll(async () => {
     store = recordingStore();
-    server = await startServer(kind, graphs, setup(store));
+    server = await startServer(kind, shared.graphs, setup(store));
     stops.push(() => server.stop());
   });
 
@@ -116,7 +107,7 @@ describe.each(HTTP_SERVERS)('%s', (kind) => {
 
 describe.each(['Apollo Server', 'Apollo Gateway'] as const)('%s with stack traces in its error responses (its default outside production)', (kind) => {
   it('shows no internal message', async () => {
-    const server = await startServer(kind, graphs, setup(recordingStore(), { stacktraces: true }));
+    const server = await startServer(kind, shared.graphs, setup(recordingStore(), { stacktraces: true }));
     stops.push(() => server.stop());
     const answer = await server.post({ query: PRODUCT }, userOf('undefined'));
     expect(answer.status).toBe(500);
@@ -129,14 +120,14 @@ describe.each(['Apollo Server', 'Apollo Gateway'] as const)('%s with stack trace
 describe('graphql-ws', () => {
   it.each(Object.keys(NON_IDENTITIES))('identify returning %s ends that operation alone; the socket and its running subscription live on', async (what) => {
     const store = recordingStore();
-    const sockets = await startSockets(graphs, setup(store));
+    const sockets = await startSockets(shared.graphs, setup(store));
     stops.push(() => sockets.stop());
     const user = userOf(what);
     const client = sockets.client(user);
-    const listening = graphs.events.listenerCount('product');
+    const listening = shared.graphs.events.listenerCount('product');
     const subscription = start(client, { query: 'subscription { productChanged { id } }' });
-    await waitFor('the subscription to start', 5_000, () => graphs.events.listenerCount('product') > listening);
-    graphs.events.emit('product', '1');
+    await waitFor('the subscription to start', 5_000, () => shared.graphs.events.listenerCount('product') > listening);
+    shared.graphs.events.emit('product', '1');
     await waitFor('its first event', 5_000, () => subscription.results.length === 1);
 
     const calls = store.calls.length;
@@ -148,10 +139,10 @@ describe('graphql-ws', () => {
     expect(sockets.logger.errors).toEqual([expect.stringMatching(/^graphql-token-bucket: .*identify returned .* for bucket "login"/)]);
 
     expect(await run(client, { query: PRODUCTS })).toMatchObject({ results: [{ data: { products: [{ id: '1' }, { id: '2' }] } }], completed: true });
-    graphs.events.emit('product', '2');
+    shared.graphs.events.emit('product', '2');
     await waitFor('its second event', 5_000, () => subscription.results.length === 2);
     expect(subscription.results.map((r) => r.data)).toEqual([{ productChanged: { id: '1' } }, { productChanged: { id: '2' } }]);
     subscription.cancel();
-    await waitFor('the subscription to end', 5_000, () => graphs.events.listenerCount('product') === listening);
+    await waitFor('the subscription to end', 5_000, () => shared.graphs.events.listenerCount('product') === listening);
   });
 });

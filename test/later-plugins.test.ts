@@ -13,29 +13,20 @@ import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import type { Plugin as EnvelopPlugin } from '@envelop/core';
 import { parse } from 'graphql';
 import type { ArgumentNode, DocumentNode, IntValueNode, OperationDefinitionNode } from 'graphql';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import type { TokenBucketSubscriptionsHooks } from '../src/graphql-ws/index.js';
 import { Rate, RedisStore, TokenBucket } from '../src/index.js';
-import { disposeClients, postSse, run } from './support/adapters.js';
+import { postSse, run } from './support/adapters.js';
 import { redisClient, uniquePrefix } from './support/clients.js';
-import { HTTP_SERVERS, USER, startGraphs, startServer, startSockets } from './support/every-server.js';
-import type { Graphs, HttpServerKind, ServerSetup } from './support/every-server.js';
+import { HTTP_SERVERS, graphsOfThisFile, USER, startServer, startSockets } from './support/every-server.js';
+import type { HttpServerKind, ServerSetup } from './support/every-server.js';
 import { RecordingStore } from './support/graphql.js';
 import type { ResponseBody } from './support/graphql.js';
 import { tokensLeft } from './support/http-servers.js';
 
 const redis = redisClient(inject('redisUrl'));
-let graphs: Graphs & { stop(): Promise<void> };
-const stops: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  graphs = await startGraphs();
-});
-afterEach(() => disposeClients());
-afterAll(async () => {
-  await Promise.all(stops.splice(0).map((stop) => stop()));
-  await graphs.stop();
-  redis.disconnect();
-});
+const shared = graphsOfThisFile(redis);
+const { stops } = shared;
 
 const api = new TokenBucket('api', 100_000, Rate.perHour(1));
 
@@ -152,7 +143,7 @@ const PLACEMENTS: Placement[] = [
 describe.each(PLACEMENTS.flatMap((p) => p.servers.map((server) => [`${server}, a plugin in ${p.name}`, server, p] as const)))('%s', (_title, kind, placement) => {
   it.each(CHANGES.map((c) => [c.name, c] as const))('that %s: no more runs than was charged', async (_name, change) => {
     const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
-    const server = await startServer(kind, graphs, { limits: { store, buckets: [api] }, ...placement.setup(change) });
+    const server = await startServer(kind, shared.graphs, { limits: { store, buckets: [api] }, ...placement.setup(change) });
     stops.push(() => server.stop());
     const user = fresh();
     const before = server.work.units;
@@ -171,7 +162,7 @@ describe('a plugin written as sloppy-mode code (a refused write does nothing)', 
     const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
     const apollo: ApolloServerPlugin<BaseContext> = { requestDidStart: async () => ({ executionDidStart: async ({ request }) => sloppy(request.variables) }) };
     const envelop: EnvelopPlugin = { onExecute: ({ args }) => sloppy(args.variableValues) };
-    const server = await startServer(kind, graphs, { limits: { store, buckets: [api] }, apolloPlugins: [apollo], envelopPlugins: [envelop] });
+    const server = await startServer(kind, shared.graphs, { limits: { store, buckets: [api] }, apolloPlugins: [apollo], envelopPlugins: [envelop] });
     stops.push(() => server.stop());
     const answer = await server.post(PAGE, fresh());
     expect(answer.status).toBe(200);
@@ -186,7 +177,7 @@ describe('GraphQL Yoga, a subscription over SSE, a plugin in onSubscribe', () =>
   ] as const)('that %s: no more runs than was charged', async (_name, change) => {
     const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
     const plugin: EnvelopPlugin = { onSubscribe: ({ args }) => change(args as unknown as Record<string, unknown>) };
-    const server = await startServer('GraphQL Yoga', graphs, { limits: { store, buckets: [api] }, envelopPlugins: [plugin] });
+    const server = await startServer('GraphQL Yoga', shared.graphs, { limits: { store, buckets: [api] }, envelopPlugins: [plugin] });
     stops.push(() => server.stop());
     const user = fresh();
     const before = server.work.units;
@@ -217,7 +208,7 @@ describe('graphql-ws, code around onSubscribe or in the context factory', () => 
     ['switches the operation by name', TWO_OPERATIONS, 'operationName', (payload: Payload): void => void (payload['operationName'] = 'Big')],
   ] as const)('onSubscribe wrapped by code that %s: what was priced runs, the socket lives on, and the log says so', async (_name, operation, what, change) => {
     const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
-    const sockets = await startSockets(graphs, { limits: { store, buckets: [api] }, wrap: around(change) });
+    const sockets = await startSockets(shared.graphs, { limits: { store, buckets: [api] }, wrap: around(change) });
     stops.push(() => sockets.stop());
     const user = fresh();
     const client = sockets.client(user);
@@ -235,7 +226,7 @@ describe('graphql-ws, code around onSubscribe or in the context factory', () => 
     ['raises a variable in place', PAGE, (payload: Payload): void => void ((payload['variables'] as Record<string, number>)['n'] = 200)],
   ] as const)('onSubscribe wrapped by code that %s: no more runs than was charged', async (_name, operation, change) => {
     const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
-    const sockets = await startSockets(graphs, { limits: { store, buckets: [api] }, wrap: around(change) });
+    const sockets = await startSockets(shared.graphs, { limits: { store, buckets: [api] }, wrap: around(change) });
     stops.push(() => sockets.stop());
     const user = fresh();
     const before = sockets.work.units;
@@ -248,7 +239,7 @@ describe('graphql-ws, code around onSubscribe or in the context factory', () => 
 
   it('a context factory that raises a variable in place: no more runs than was charged', async () => {
     const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
-    const sockets = await startSockets(graphs, {
+    const sockets = await startSockets(shared.graphs, {
       limits: { store, buckets: [api] },
       sockets: {
         context: (_ctx: unknown, _id: unknown, _payload: unknown, args: { variableValues?: Record<string, number> }) => {

@@ -4,28 +4,19 @@
 // and Hive Gateway (POST, GET, batches, subscriptions). Before, three 400s
 // for a variable that did not coerce took three charges (priced with the
 // argument's default). Variables are priced as the executor coerces them.
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate, RedisStore, TokenBucket } from '../src/index.js';
-import { disposeClients, postSse, run } from './support/adapters.js';
+import { postSse, run } from './support/adapters.js';
 import { redisClient, uniquePrefix } from './support/clients.js';
-import { HTTP_SERVERS, USER, startGraphs, startServer, startSockets } from './support/every-server.js';
-import type { Graphs, TestedServer, TestedSockets } from './support/every-server.js';
+import { HTTP_SERVERS, graphsOfThisFile, USER, startServer, startSockets } from './support/every-server.js';
+import type { TestedServer, TestedSockets } from './support/every-server.js';
 import { RecordingStore } from './support/graphql.js';
 import type { ResponseBody } from './support/graphql.js';
 import { tokensLeft } from './support/http-servers.js';
 
 const redis = redisClient(inject('redisUrl'));
-let graphs: Graphs & { stop(): Promise<void> };
-const stops: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  graphs = await startGraphs();
-});
-afterEach(() => disposeClients());
-afterAll(async () => {
-  await Promise.all(stops.splice(0).map((stop) => stop()));
-  await graphs.stop();
-  redis.disconnect();
-});
+const shared = graphsOfThisFile(redis);
+const { stops } = shared;
 
 // One token an hour: nothing a test spends comes back while it runs.
 const api = new TokenBucket('api', 1000, Rate.perHour(1));
@@ -64,7 +55,7 @@ describe.each(HTTP_SERVERS)('%s', (kind) => {
   let store: RecordingStore;
   beforeAll(async () => {
     store = recordingStore();
-    server = await startServer(kind, graphs, { limits: { store, buckets: [api] } });
+    server = await startServer(kind, shared.graphs, { limits: { store, buckets: [api] } });
     stops.push(() => server.stop());
   });
 
@@ -114,7 +105,7 @@ describe('graphql-ws', () => {
   let store: RecordingStore;
   beforeAll(async () => {
     store = recordingStore();
-    sockets = await startSockets(graphs, { limits: { store, buckets: [api] } });
+    sockets = await startSockets(shared.graphs, { limits: { store, buckets: [api] } });
     stops.push(() => sockets.stop());
   });
 
@@ -144,7 +135,7 @@ describe('graphql-ws', () => {
 describe('GraphQL Yoga, a subscription over SSE', () => {
   it('whose variable does not coerce: refused with 400, taking no token', async () => {
     const store = recordingStore();
-    const server = await startServer('GraphQL Yoga', graphs, { limits: { store, buckets: [api] } });
+    const server = await startServer('GraphQL Yoga', shared.graphs, { limits: { store, buckets: [api] } });
     stops.push(() => server.stop());
     const user = fresh();
     const answer = await postSse(server.url, { query: 'subscription($n: Int!) { productsAdded(first: $n) { id } }', variables: { n: 'many' } }, { [USER]: user });

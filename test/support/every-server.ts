@@ -8,6 +8,7 @@
 // `Work` as the subgraphs'. The caller's identity is the `x-user-id` header
 // (over graphql-ws, `connectionParams.user`).
 import { EventEmitter, on } from 'node:events';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { ApolloGateway } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestContext } from '@apollo/server';
@@ -21,7 +22,7 @@ import { useTokenBucket } from '../../src/envelop/index.js';
 import { tokenBucketSubscriptions } from '../../src/graphql-ws/index.js';
 import { tokenBucketDirectiveTypeDefs, tokenBucketPlugin } from '../../src/index.js';
 import type { Identity, LimiterOptions, TokenBucket } from '../../src/index.js';
-import { postJson, serveApolloWithSockets, serveHandler, socketClient } from './adapters.js';
+import { disposeClients, postJson, serveApolloWithSockets, serveHandler, socketClient } from './adapters.js';
 import type { JsonAnswer } from './adapters.js';
 import { Work, startSubgraphs } from './federation.js';
 import type { Subgraphs } from './federation.js';
@@ -217,6 +218,32 @@ export async function startSockets(
     plugins: setup.apolloPlugins ?? [],
   });
   return { client: (user) => socketClient(server.wsUrl, { user }), work: graphs.local, logger, stop: () => server.stop() };
+}
+
+/**
+ * For a test file: the graphs its servers share, started before its tests;
+ * graphql-ws clients disposed after each test; the servers pushed on
+ * `stops`, the graphs and `redis` stopped after the last.
+ */
+export function graphsOfThisFile(redis: { disconnect(): void }): { readonly graphs: Graphs; readonly stops: (() => Promise<void>)[] } {
+  let graphs: (Graphs & { stop(): Promise<void> }) | undefined;
+  const stops: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    graphs = await startGraphs();
+  });
+  afterEach(() => disposeClients());
+  afterAll(async () => {
+    await Promise.all(stops.splice(0).map((stop) => stop()));
+    await graphs?.stop();
+    redis.disconnect();
+  });
+  return {
+    get graphs(): Graphs {
+      if (graphs === undefined) throw new Error('the graphs start before the first test');
+      return graphs;
+    },
+    stops,
+  };
 }
 
 /** The subgraphs, the local work counter and the event source; `stop()` stops the subgraphs. */
