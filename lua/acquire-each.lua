@@ -31,7 +31,7 @@ t is Redis TIME in µs. Whole tokens within 64 of 2^53 are strings (see lua/acqu
 local EXACT = 9007199254740992 -- 2^53
 local WIDE = 9007199254740928
 local KEYS, ARGV, call, tonumber = KEYS, ARGV, redis.call, tonumber
-local floor, ceil, format, sub, find, match = math.floor, math.ceil, string.format, string.sub, string.find, string.match
+local floor, ceil, format, sub, find = math.floor, math.ceil, string.format, string.sub, string.find
 local m = tonumber(ARGV[1])
 local clock = call('TIME')
 local now = clock[1] * 1000000 + clock[2]
@@ -75,20 +75,11 @@ local function levelOf(key, v, T, F)
     if foreign and foreign[key] then return nil end
     return F
   end
-  local at = tonumber(v)
-  local r = 0
-  if not at then
-    local A, num, den = match(v, '^(%d+)%+(%d+)/(%d+)$')
-    if not A then return nil end
-    at, num, den = tonumber(A), tonumber(num), tonumber(den)
-    if den == T then r = num else r = ceil(num * T / den) end
-    if r >= T then at = at + ceil(r / T); r = 0 end
-  elseif at % 1 ~= 0 then
-    return nil
-  end
+  local at, r
+  --#include state.lua
+  if not at then return nil end
   local q = at - now
   if q < 0 then return F end
-  if not (q >= 0) then return nil end -- NaN
   local D = q * T + r
   if D <= F then return F - D end
   return nil

@@ -49,10 +49,10 @@ until it would fit):
   {0, rem now_1..n, w_1..n}               nothing taken (an enforced request was short)
   {1 or 0, rem now_1..n, w_1..n}          'check'
 Every request counts what the requests before it in the call asked of the
-same key. A stored value that is a number beyond a full refill from now (or
-NaN) reads as an empty bucket and is rewritten as one; any other foreign
-value, and a key of another type, is an error naming the key, and nothing
-is written.
+same key. A state (lua/state.lua) beyond a full refill from now (a capacity
+lowered since) reads as an empty bucket and is rewritten as one; any value
+that is not a state, and a key of another type, is an error naming the key,
+and nothing is written.
 --]]
 
 local EXACT = 9007199254740992 -- 2^53
@@ -86,25 +86,15 @@ if n == 1 and (argc == 3 or argc == 4) then
     if type(v) == 'table' then
       clean = false -- the general path names the key
     elseif v then
-      local at = tonumber(v)
-      local r = 0
+      local at, r
+      --#include state.lua
       if not at then
-        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
-        if not a then
-          return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
-        end
-        at, num, den = tonumber(a), tonumber(num), tonumber(den)
-        if den == T then r = num else r = math.ceil(num * T / den) end
-        if r >= T then at = at + math.ceil(r / T); r = 0 end
-      elseif at % 1 ~= 0 then
-        clean = false
+        return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
       end
       local q = at - now
       if q >= 0 then
         local D = q * T + r
         if D <= F then L = F - D else clean = false end
-      elseif not (q < 0) then
-        clean = false
       end
     end
     if clean then
@@ -168,25 +158,13 @@ elseif (argc == 3 * n or argc == 4 * n) and n > 1 and n <= 1000 then
       ok = false -- another type: the general path names the key
       break
     elseif v then
-      local at = tonumber(v)
-      local r = 0
-      if not at then
-        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
-        if not a then ok = false break end
-        at, num, den = tonumber(a), tonumber(num), tonumber(den)
-        if den == T then r = num else r = math.ceil(num * T / den) end
-        if r >= T then at = at + math.ceil(r / T); r = 0 end
-      elseif at % 1 ~= 0 then
-        ok = false
-        break
-      end
+      local at, r
+      --#include state.lua
+      if not at then ok = false break end -- the general path names the key
       local q = at - now
       if q >= 0 then
         local D = q * T + r
         if D <= F then L = F - D else ok = false break end
-      elseif not (q < 0) then
-        ok = false
-        break
       end
     end
     local C = cost * P
@@ -313,22 +291,15 @@ for i = 1, n do
     local v = values[i]
     local q, r = -1, 0
     if v then
-      local at = tonumber(v)
+      local at
+      --#include state.lua
       if not at then
-        local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
-        if not a then
-          return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
-        end
-        at, num, den = tonumber(a), tonumber(num), tonumber(den)
-        if den == T then r = num else r = math.ceil(num * T / den) end
-        if r >= T then at = at + math.ceil(r / T); r = 0 end
-      elseif at % 1 ~= 0 then
-        at = math.ceil(at) -- part of a µs: rounded toward empty
+        return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
       end
       q = at - now
     end
     if q < 0 then q, r = 0, 0 end
-    -- level = full - deficit; a deficit beyond a full refill, or NaN, reads as empty
+    -- level = full - deficit; a deficit beyond a full refill reads as empty
     local lv, lr, whole
     local repair = false
     if huge then

@@ -62,22 +62,32 @@ local function time(text, T)
 end
 
 -- Every key read before anything is written: a key of another type, or a string that is not a
--- bucket state, is an error naming the key, and no refund of the call is applied.
-local values = {}
+-- bucket state (lua/state.lua), is an error naming the key, and no refund of the call is applied.
+-- Per request, the state as when it is full again: whole µs and units of 1/T µs (nil: no key).
+local ats, rs = {}, {}
 for i = 1, n do
   local key = KEYS[2 * i - 1]
   local v = redis.pcall('GET', key)
-  if type(v) == 'table' or (v and not tonumber(v) and not string.match(v, '^%d+%+%d+/%d+$')) then
+  if type(v) == 'table' then
     return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
   end
-  values[i] = v
+  if v then
+    local T = tonumber(ARGV[5 * i - 3]) or 1
+    local at, r
+    --#include state.lua
+    if not at then
+      return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state')
+    end
+    ats[i], rs[i] = at, r
+  end
 end
 
 for i = 1, n do
   local key = KEYS[2 * i - 1]
-  -- a mark that is not a time (another type, a foreign string): as if reset now, nothing given back
+  -- a mark that is not a time in plain digits (another type, a foreign string): as if reset now,
+  -- nothing given back
   local mark = redis.pcall('GET', KEYS[2 * i])
-  local reset = mark and (tonumber(mark) or now)
+  local reset = mark and (type(mark) == 'string' and string.find(mark, '^[1-9]%d*$') and tonumber(mark) or now)
   local b = 5 * i - 4
   local cap, T, P, tokens = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
   if not (cap and T and P and tokens and cap >= 0 and T >= 1 and P >= 1 and tokens >= 0
@@ -97,22 +107,9 @@ for i = 1, n do
     end
   end
 
-  -- The bucket's deficit: q µs + r/T µs from now; a part of a unit rounded toward empty.
+  -- The bucket's deficit: q µs + r/T µs from now.
   local q, r = -1, 0
-  local v = values[i]
-  if v then
-    local at = tonumber(v)
-    if not at then
-      local a, num, den = string.match(v, '^(%d+)%+(%d+)/(%d+)$')
-      if not a then return redis.error_reply('ERR token bucket: key ' .. key .. ' does not hold a token bucket state') end
-      at, num, den = tonumber(a), tonumber(num), tonumber(den)
-      if den == T then r = num else r = math.ceil(num * T / den) end
-      if r >= T then at, r = at + math.ceil(r / T), 0 end
-    elseif at % 1 ~= 0 then
-      at = math.ceil(at)
-    end
-    q = at - now
-  end
+  if ats[i] then q, r = ats[i] - now, rs[i] end
   if q < 0 then q, r = 0, 0 end
 
   -- The bound: xq µs + xr/T µs, the sum over X's takes of min(S, E - now); parts of a unit rounded
@@ -145,9 +142,8 @@ for i = 1, n do
   local gq, gr -- the refill time given back
   local changed
   if huge then
-    -- a deficit beyond a full refill is given back from, then capped; NaN reads as empty
+    -- a deficit beyond a full refill is given back from, then capped
     changed = not (q < qF or (q == qF and r <= rF))
-    if not (q == q and r == r) then q, r = qF, rF end
     -- given = min(bound, tokens' time, deficit)
     gq, gr = xq, xr
     if gq > qK or (gq == qK and gr > rK) then gq, gr = qK, rK end
@@ -164,10 +160,9 @@ for i = 1, n do
     rem = floordiv(lq, T, lr, P)
     if rem > cap then rem = cap end
   else
-    -- a deficit beyond a full refill is given back from, then capped; NaN reads as empty
+    -- a deficit beyond a full refill is given back from, then capped
     local D = q * T + r
     changed = not (D <= F)
-    if D ~= D then D = F end
     local O = tokens * P
     local X = xq * T + xr
     if X < O then O = X end

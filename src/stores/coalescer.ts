@@ -9,7 +9,7 @@ export interface SharedRequest {
 
 /** An operation's own answer from a shared call (lua/acquire-each.lua). */
 export type SharedAnswer =
-  | { readonly taken: true; readonly remaining: number[]; readonly takenAt: number; readonly sent: number }
+  | { readonly taken: true; readonly remaining: number[]; readonly takenAt: number }
   | { readonly taken: false; readonly remaining: number[]; readonly waits: number[] };
 
 /**
@@ -32,11 +32,8 @@ interface Waiting {
  */
 export const MAX_SHARED_KEYS = 512;
 
-/**
- * Runs lua/acquire-each.lua with `keys` and `args`, on the node (slot) of the first key; calls `resent`
- * when the call is written again (EVAL after NOSCRIPT), where Redis runs it.
- */
-export type RunShared = (keys: readonly string[], args: readonly number[], resent: () => void) => Promise<unknown>;
+/** Runs lua/acquire-each.lua with `keys` and `args`, on the node (slot) of the first key. */
+export type RunShared = (keys: readonly string[], args: readonly number[]) => Promise<unknown>;
 
 /**
  * Gathers the operations issued in one tick, per node (a Cluster: per hash
@@ -50,8 +47,6 @@ export type RunShared = (keys: readonly string[], args: readonly number[], resen
  */
 export class Coalescer {
   readonly #run: RunShared;
-  /** What an operation's receipts compare resets with, read when its call is sent. */
-  readonly #mark: () => number;
   /** Keys per call at most. */
   readonly #maxKeys: number;
   /** Keys of a node's first call of a tick at most. */
@@ -59,9 +54,8 @@ export class Coalescer {
   #pending = new Map<string, Waiting[]>();
   #scheduled = false;
 
-  constructor(run: RunShared, mark: () => number, maxKeys = MAX_SHARED_KEYS, firstKeys = maxKeys) {
+  constructor(run: RunShared, maxKeys = MAX_SHARED_KEYS, firstKeys = maxKeys) {
     this.#run = run;
-    this.#mark = mark;
     this.#maxKeys = maxKeys;
     this.#firstKeys = Math.min(firstKeys, maxKeys);
   }
@@ -138,12 +132,11 @@ export class Coalescer {
       });
     }
     const args = [index.size, ...terms, ...requests];
-    let sent = this.#mark();
-    this.#run(keys, args, () => (sent = this.#mark())).then(
+    this.#run(keys, args).then(
       (reply) => {
         let answers: (SharedAnswer | typeof ALONE)[];
         try {
-          answers = parseShared(reply, batch, sent);
+          answers = parseShared(reply, batch);
         } catch (error) {
           for (const w of batch) w.reject(error);
           return;
@@ -158,7 +151,7 @@ export class Coalescer {
 }
 
 /** lua/acquire-each.lua's reply: {t, then per operation 1 rem×k | 0 rem×k w×k | 3}. */
-function parseShared(reply: unknown, waiting: readonly Waiting[], sent: number): (SharedAnswer | typeof ALONE)[] {
+function parseShared(reply: unknown, waiting: readonly Waiting[]): (SharedAnswer | typeof ALONE)[] {
   const bad = (): Error => new Error(`token bucket script returned an unexpected reply: ${JSON.stringify(reply)}`);
   if (!Array.isArray(reply)) throw bad();
   const takenAt: unknown = reply[0];
@@ -170,7 +163,7 @@ function parseShared(reply: unknown, waiting: readonly Waiting[], sent: number):
     const status: unknown = reply[p];
     if (status === 1) {
       // whole tokens within 64 of 2^53 come as strings (ioredis misreads such integers)
-      answers.push({ taken: true, remaining: reply.slice(p + 1, p + 1 + k).map(Number), takenAt: takenAt as number, sent });
+      answers.push({ taken: true, remaining: reply.slice(p + 1, p + 1 + k).map(Number), takenAt: takenAt as number });
       p += 1 + k;
     } else if (status === 0) {
       answers.push({ taken: false, remaining: reply.slice(p + 1, p + 1 + k).map(Number), waits: reply.slice(p + 1 + k, p + 1 + 2 * k).map(Number) });

@@ -47,7 +47,7 @@ export class LuaScript {
     this.shared = shared;
   }
 
-  run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[], resending?: () => void): Promise<unknown> {
-    return client.runScript(this, keys, args, resending);
+  run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return client.runScript(this, keys, args);
   }
 }

@@ -25,9 +25,11 @@ interface Chain {
    * a later take's, taken within that stretch, pushes the whole stretch back.
    */
   start: number;
-  /** The rate the takes were taken at, reduced: `tokens` every `period` µs. */
+  /** The rate the takes were taken at, reduced: `tokens` every `period` µs (0: no take since a reset). */
   tokens: number;
   period: number;
+  /** The latest reset of the pair seen answered (its Redis TIME, µs; 0 for none): a take at or before it is not owed. */
+  floor: number;
 }
 
 /** What a refund may give back (lua/refund.lua's X): at most `share`, and nothing past `end`. */
@@ -56,10 +58,13 @@ export interface Claim {
  *
  * A take from a full bucket (nothing of the chain is left) starts the chain
  * afresh, as does a take at another rate; a refund at a rate other than the
- * chain's gives nothing back. `forget` (a reset) drops the pair, and a reset
- * by another process voids the chain through its mark. Pairs live in two
- * generations of `limit / 2`: when the young one fills, the old one is
- * forgotten, so memory stays bounded; a forgotten take is not given back.
+ * chain's gives nothing back. `forget` (a reset) drops the pair's takes and,
+ * given the reset's time, keeps it as the pair's floor: a take made at or
+ * before it, whose reply comes late, is not entered. A reset by another
+ * process voids the chain through its mark (lua/reset.lua). Pairs, floors
+ * included, live in two generations of `limit / 2`: when the young one
+ * fills, the old one is forgotten, so memory stays bounded whatever is in
+ * flight; a forgotten take is not given back.
  *
  * With `afterTurn` (a store whose takes are answered over a network), a
  * take is noted in its reply's turn and entered in the chains after that
@@ -124,8 +129,19 @@ export class ReceiptBook {
   #take(id: string, terms: BucketTerms, cost: number, now: number, fromFull: boolean): void {
     const [q, r] = refillTime(cost, terms);
     const chain = this.#young.get(id) ?? this.#old.get(id);
+    // taken before a reset this store has seen answered: the reset gave it back
+    if (chain !== undefined && now <= chain.floor) return;
     if (chain === undefined || chain.tokens !== terms.tokens || chain.period !== terms.period || (fromFull && now >= chain.latest)) {
-      const fresh: Chain = { endAt: now + q, endNum: r, since: now, latest: now, start: now, tokens: terms.tokens, period: terms.period };
+      const fresh: Chain = {
+        endAt: now + q,
+        endNum: r,
+        since: now,
+        latest: now,
+        start: now,
+        tokens: terms.tokens,
+        period: terms.period,
+        floor: chain?.floor ?? 0,
+      };
       if (chain === undefined) this.#remember(id, fresh);
       else Object.assign(chain, fresh);
       return;
@@ -183,10 +199,28 @@ export class ReceiptBook {
     return { bound: [{ end, share, takenAt: chain.since }] };
   }
 
-  /** Forgets `id`'s takes: after a reset, nothing taken before it is owed. */
-  forget(id: string): void {
+  /**
+   * Forgets `id`'s takes: after a reset, nothing taken before it is owed.
+   * With the reset's time `at` (µs, Redis TIME), it becomes the pair's floor:
+   * takes made at or before it are forgotten and never entered later, and a
+   * chain begun after it is kept.
+   */
+  forget(id: string, at = 0): void {
     this.#enter();
-    if (!this.#young.delete(id)) this.#old.delete(id);
+    const chain = this.#young.get(id) ?? this.#old.get(id);
+    if (chain !== undefined && chain.tokens !== 0 && chain.since > at) {
+      if (at > chain.floor) chain.floor = at;
+      return;
+    }
+    const floor = Math.max(at, chain?.floor ?? 0);
+    if (floor === 0) {
+      if (!this.#young.delete(id)) this.#old.delete(id);
+      return;
+    }
+    // no take, only the floor
+    const empty: Chain = { endAt: floor, endNum: 0, since: floor, latest: floor, start: floor, tokens: 0, period: 0, floor };
+    if (chain !== undefined) Object.assign(chain, empty);
+    else if (this.#limit > 0) this.#remember(id, empty);
   }
 
   clear(): void {

@@ -84,10 +84,8 @@ export interface ScriptClient {
    * (after SCRIPT FLUSH, a restart or a failover), on the node serving the
    * first key. Replies as ioredis gives them: integers as numbers, bulk
    * strings as strings, nil as null, arrays as arrays; an error reply rejects.
-   * `resending` is called right before the EVAL is written: Redis runs the
-   * call there, after whatever was sent since the EVALSHA.
    */
-  runScript(script: Script, keys: readonly string[], args: readonly (string | number)[], resending?: () => void): Promise<unknown>;
+  runScript(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
   /** Closes what the store opened of its own (the user's client stays open). */
   close(): void;
 }
@@ -129,12 +127,11 @@ function ioredisLike(client: IoredisLikeClient): ScriptClient {
     cluster: client.isCluster === true,
     ordered: true,
     sharedKeys: SHARED_KEYS_WRITTEN_AT_ONCE,
-    async runScript(script, keys, args, resending) {
+    async runScript(script, keys, args) {
       try {
         return await connection.use((own) => own.evalsha(script.sha, keys.length, ...keys, ...args));
       } catch (error) {
         if (!isNoScript(error)) throw error;
-        resending?.();
         return await connection.use((own) => own.eval(script.source, keys.length, ...keys, ...args));
       }
     },
@@ -166,8 +163,7 @@ function asEval(command: string[], script: Script): string[] {
  * after it in that turn all together in the next turn, so nothing waits more
  * than one turn, however many calls a turn makes. Other calls asked while
  * nothing waits go at once. In the order asked: calls reach Redis in the
- * order the store made them, so what a call counts as sent before it (the
- * resets, `resending`) is what was asked before it.
+ * order the store made them.
  */
 class SharedCallPerTurn {
   readonly #held: (() => void)[] = [];
@@ -205,14 +201,11 @@ function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClien
     ordered,
     sharedKeys: MAX_SHARED_KEYS,
     firstSharedKeys: ordered ? SHARED_KEYS_WRITTEN_AT_ONCE : MAX_SHARED_KEYS,
-    async runScript(script, keys, args, resending) {
+    async runScript(script, keys, args) {
       const shared = script.shared === true;
-      /** Sends `command`, in its place among the store's calls; `before` runs right as it is handed over. */
-      const send = (command: string[], before?: () => void): Promise<unknown> => {
-        const go = (): Promise<unknown> => {
-          before?.();
-          return client.sendCommand(command, NODE_REDIS_OPTIONS);
-        };
+      /** Sends `command`, in its place among the store's calls. */
+      const send = (command: string[]): Promise<unknown> => {
+        const go = (): Promise<unknown> => client.sendCommand(command, NODE_REDIS_OPTIONS);
         return turns === undefined ? go() : turns.send(shared, go);
       };
       const command = evalShaCommand(script, keys, args);
@@ -220,7 +213,7 @@ function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClien
         return await send(command);
       } catch (error) {
         if (!isNoScript(error)) throw error;
-        return await send(asEval(command, script), resending);
+        return await send(asEval(command, script));
       }
     },
     close: () => undefined,
@@ -237,7 +230,7 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
     cluster: true,
     ordered: true,
     sharedKeys: MAX_SHARED_KEYS,
-    async runScript(script, keys, args, resending) {
+    async runScript(script, keys, args) {
       assertOpen(cluster);
       const command = evalShaCommand(script, keys, args);
       // The first key picks the slot's master (RedisStore keeps every key of a call in one slot).
@@ -246,7 +239,6 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
         return await cluster.sendCommand(first, false, command, NODE_REDIS_OPTIONS);
       } catch (error) {
         if (!isNoScript(error)) throw error;
-        resending?.();
         return await cluster.sendCommand(first, false, asEval(command, script), NODE_REDIS_OPTIONS);
       }
     },

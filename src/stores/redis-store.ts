@@ -61,8 +61,6 @@ interface SlotReply {
   waits: number[];
   /** Redis TIME (µs) when tokens were taken (flags 1, 2 outside a check), else null. */
   takenAt: number | null;
-  /** `resets` when the call was sent (`notResetSince`). */
-  sent: number;
   /** With a mode argument, taken: each request's key's full-at time after the call (null: nothing stored). */
   fullAt: (FullAt | null)[] | null;
 }
@@ -74,11 +72,6 @@ interface Taken {
   takenAt: (number | null)[];
   /** Per request taken, when asked for: its key's full-at time right after. */
   fullAt: (FullAt | null)[];
-  /**
-   * Per request: `resets` when the call that took it was sent, read as it was sent (an operation across
-   * slots sends one call after another, and a reset may go between them): what `notResetSince` asks.
-   */
-  sent: number[];
 }
 
 /**
@@ -98,19 +91,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   private readonly receipts: ReceiptBook;
   /** Every script call goes through it; on ioredis and iovalkey, on a connection of the store's own, which never sends a call twice. */
   private readonly redis: ScriptClient;
-  /** Resets sent so far: an acquire notes the count when it is sent. */
-  private resets = 0;
-  /**
-   * Per key, the count just after its latest reset was sent, while an acquire
-   * that started before that reset is in flight; in the order sent.
-   */
-  private readonly resetAfter = new Map<string, number>();
-  /**
-   * Acquires sent (or waiting to share a call) whose receipts are not noted
-   * yet, counted by the value of `resets` when each started; in that order,
-   * which is increasing (a new one starts at the latest value).
-   */
-  private readonly inFlight = new Map<number, number>();
+  /** Acquires sent (or waiting to share a call) and not answered: while there are any, a new one waits for its tick's end to share a call. */
+  private inFlight = 0;
   /** Acquires of one tick bound for one node (slot), issued while another is in flight, share a script call. */
   private readonly coalescer: Coalescer;
   /**
@@ -149,8 +131,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     // It opens a connection, which nothing before it may leave behind by throwing.
     this.redis = scriptClient(client);
     this.coalescer = new Coalescer(
-      (keys, args, resent) => this.run(this.acquireEachLua, keys, args, resent),
-      () => this.resets,
+      (keys, args) => this.run(this.acquireEachLua, keys, args),
       this.redis.sharedKeys,
       this.redis.firstSharedKeys,
     );
@@ -171,30 +152,28 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const redisKeyOf = redisKey(this.prefix, tag, bucket);
     // Sent at once when no other acquire is in flight (a quiet store adds nothing to its latency);
     // else at the tick's end, to share a call with the tick's others.
-    const busy = this.inFlight.size > 0;
-    // In flight until its receipt is noted: a reset sent meanwhile is remembered until then (`notResetSince`).
-    const started = this.starting();
+    const busy = this.inFlight > 0;
+    this.inFlight += 1;
     try {
-      const shared = busy ? await this.coalescer.submit(this.redis.cluster ? tag : '', [{ key: redisKeyOf, terms, cost }]) : ALONE;
+      const shared = busy ? await this.coalescer.submit(this.groupOf(tag), [{ key: redisKeyOf, terms, cost }]) : ALONE;
       if (shared !== ALONE) {
         const whole = shared.remaining[0]!;
         if (!shared.taken) return { allowed: false, retryAfterMs: shared.waits[0] === NEVER ? null : shared.waits[0]! };
-        if (cost > 0 && this.notResetSince(redisKeyOf, shared.sent)) this.remember(redisKeyOf, terms, cost, shared.takenAt, whole === terms.capacity - cost);
+        if (cost > 0) this.remember(redisKeyOf, terms, cost, shared.takenAt, whole === terms.capacity - cost);
         return { allowed: true, remaining: whole };
       }
       const args = terms.tokens === 1 ? [terms.capacity, terms.period, cost] : [terms.capacity, terms.tokens, terms.period, cost];
-      let sent = this.resets;
-      const reply = await this.run(this.acquireLua, [redisKeyOf], args, () => (sent = this.resets));
+      const reply = await this.run(this.acquireLua, [redisKeyOf], args);
       if (!Array.isArray(reply) || reply.length !== 3) parseAcquireReply(reply, 1, false, false);
       const [flag, whole, third] = reply as [number, number | string, number];
       if (flag === 1) {
-        if (cost > 0 && this.notResetSince(redisKeyOf, sent)) this.remember(redisKeyOf, terms, cost, third, Number(whole) === terms.capacity - cost);
+        if (cost > 0) this.remember(redisKeyOf, terms, cost, third, Number(whole) === terms.capacity - cost);
         return { allowed: true, remaining: Number(whole) };
       }
       if (flag !== 0) parseAcquireReply(reply, 1, false, false);
       return { allowed: false, retryAfterMs: third === NEVER ? null : Number(third) };
     } finally {
-      this.answered(started);
+      this.inFlight -= 1;
     }
   }
 
@@ -209,20 +188,19 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const tags = keys.map(identityTag);
     const ids = requests.map(({ bucket }, i) => redisKey(this.prefix, tags[i]!, bucket));
-    const busy = this.inFlight.size > 0; // as in `acquire`
-    // In flight until its receipts are noted: a reset sent meanwhile is remembered until then (`notResetSince`).
-    const started = this.starting();
+    const busy = this.inFlight > 0; // as in `acquire`
+    this.inFlight += 1;
     try {
       let taken: Taken | undefined;
       const shareable = busy && this.oneSlot(tags) ? sharedRequests(requests, ids, this.coalescer.maxKeys) : undefined;
       if (shareable !== undefined) {
-        const shared = await this.coalescer.submit(this.redis.cluster ? tags[0]! : '', shareable);
+        const shared = await this.coalescer.submit(this.groupOf(tags[0]!), shareable);
         if (shared !== ALONE) taken = takenOf(shared);
       }
       taken ??= this.oneSlot(tags)
         ? await this.acquireSlot(requests, tags, requests.map((_, i) => i))
         : await this.acquireAcrossSlots(requests, tags);
-      const { admission, takenAt, sent } = taken;
+      const { admission, takenAt } = taken;
       if (admission.allowed) {
         const twice = requests.length > 1 ? repeated(ids) : undefined;
         takenAt.forEach((at, i) => {
@@ -230,54 +208,25 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
           const id = ids[i]!;
           // From a full bucket: it left the capacity less this request (unknown for a pair asked for twice).
           const fromFull = admission.remaining[i] === bucket.capacity - cost && twice?.has(id) !== true;
-          if (at !== null && cost > 0 && this.notResetSince(id, sent[i]!)) this.remember(id, termsOf(bucket), cost, at, fromFull);
+          if (at !== null && cost > 0) this.remember(id, termsOf(bucket), cost, at, fromFull);
         });
       }
       return admission;
     } finally {
-      this.answered(started);
+      this.inFlight -= 1;
     }
   }
 
-  /** An acquire starts: in flight until `answered`. */
-  private starting(): number {
-    const started = this.resets;
-    this.inFlight.set(started, (this.inFlight.get(started) ?? 0) + 1);
-    return started;
+  /** Where an operation of the identity `tag` may share a call: one group on a single Redis; on a Cluster, its node. */
+  private groupOf(tag: string): string {
+    return this.redis.cluster ? tag : '';
   }
 
   /**
-   * An acquire is done, its receipts noted. A reset sent before every acquire
-   * still in flight started is one no take can still be asked about: it is
-   * forgotten, so that under steady load the map holds only resets that
-   * acquires in flight may have to answer for.
+   * Notes `cost` tokens taken from the key `id` at `at` µs (Redis TIME), from a full bucket or not, for a
+   * refund. A take made at or before a reset of the key that this store has seen answered is not noted
+   * (`ReceiptBook.forget`): however late its reply comes, the reset gave its tokens back.
    */
-  private answered(started: number): void {
-    const left = this.inFlight.get(started)! - 1;
-    if (left > 0) {
-      this.inFlight.set(started, left);
-      return;
-    }
-    this.inFlight.delete(started);
-    const oldest = this.inFlight.keys().next();
-    for (const [id, after] of this.resetAfter) {
-      if (!oldest.done && after > oldest.value) break;
-      this.resetAfter.delete(id);
-    }
-  }
-
-  /**
-   * Whether no reset of `id` was sent after an acquire sent at `sent`. A take
-   * sent before a reset ran before it (one connection, in order; on a pool,
-   * `run` keeps that order), so its tokens came back with the reset, however
-   * late its reply arrives.
-   */
-  private notResetSince(id: string, sent: number): boolean {
-    const after = this.resetAfter.get(id);
-    return after === undefined || after <= sent;
-  }
-
-  /** Notes `cost` tokens taken from the key `id` at `at` µs (Redis TIME), from a full bucket or not, for a refund. */
   private remember(id: string, terms: BucketTerms, cost: number, at: number, fromFull: boolean): void {
     if (!Number.isSafeInteger(at)) throw new Error(`token bucket script returned an unexpected time: ${String(at)}`);
     this.receipts.record(id, terms, cost, at, fromFull);
@@ -351,20 +300,20 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
     assertBucket(bucket);
     const id = this.keyFor(bucket, key);
-    // Whatever this store took before the reset has come back with it, including takes whose replies
-    // are still on their way (`notResetSince`); lua/reset.lua's mark voids other processes' takes.
-    // Sent again (EVAL after NOSCRIPT), it runs after what the store sent meanwhile: counted again there.
-    const sending = (): void => {
-      this.receipts.forget(id);
-      this.resets += 1;
-      if (this.inFlight.size > 0) {
-        this.resetAfter.delete(id); // kept in the order sent
-        this.resetAfter.set(id, this.resets);
-      }
-    };
-    sending();
+    const terms = termsOf(bucket);
+    // Whatever this store took before the reset comes back with it. Its receipts are dropped now, and
+    // again once the reset's Redis TIME is known, with every take made at or before it: so are takes
+    // whose replies arrive after it was sent, however late (`remember`). lua/reset.lua's mark voids
+    // what any process took before it, for every refund Redis runs after it.
+    this.receipts.forget(id);
     try {
-      return (await this.run(this.resetLua, [id, id + RESET_MARK], [], sending)) === 1;
+      const reply = await this.run(this.resetLua, [id, id + RESET_MARK], [terms.tokens, terms.refillUs]);
+      const [used, at] = Array.isArray(reply) ? (reply as unknown[]) : [];
+      if (!(used === 0 || used === 1) || !Number.isSafeInteger(at)) {
+        throw new Error(`token bucket reset script returned an unexpected reply: ${JSON.stringify(reply)}`);
+      }
+      this.receipts.forget(id, at as number);
+      return used === 1;
     } finally {
       tokensReturned(this, [{ bucket, key }]);
     }
@@ -409,7 +358,6 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const remaining = new Array<number>(n).fill(0);
     const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
-    const sent = new Array<number>(n).fill(reply.sent);
     const short: DeniedRequest[] = [];
     indexes.forEach((index, position) => {
       remaining[index] = reply.remaining[position]!;
@@ -422,8 +370,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
     });
     short.sort((a, b) => a.index - b.index);
-    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt, sent };
-    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt, sent };
+    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt };
+    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt };
   }
 
   /**
@@ -440,7 +388,6 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const remaining = new Array<number>(n).fill(0);
     const takenAt = new Array<number | null>(n).fill(null);
     const fullAt = new Array<FullAt | null>(n).fill(null);
-    const sent = new Array<number>(n).fill(0);
     const denied: DeniedRequest[] = [];
     const wouldDeny: DeniedRequest[] = [];
     /** Request indexes taken and not given back. */
@@ -465,14 +412,14 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
             const key = redisKey(this.prefix, tags[i]!, pair.bucket);
             // Bounded by the take's own refill: its tokens cannot have refilled sooner than from when
             // they were taken, whatever anyone takes or gives back meanwhile (the full-at time right
-            // after the take would count tokens given back ahead of them twice). A reset since, here
-            // or (its mark) anywhere, gave them back already.
+            // after the take would count tokens given back ahead of them twice). A reset since, by
+            // any process, gave them back already: lua/refund.lua reads its mark.
             const at = takenAt[i]!;
             const [q, r] = refillTime(pair.tokens, termsOf(pair.bucket));
             const den = termsOf(pair.bucket).tokens;
             const share = { at: q, num: r, den: r === 0 ? 1 : den };
             const end = { at: at + q, num: r, den: share.den };
-            const bound = this.notResetSince(key, sent[i]!) && at !== null ? `${formatFullAt(end)};${formatFullAt(share)};${at}` : '0';
+            const bound = `${formatFullAt(end)};${formatFullAt(share)};${at}`;
             return { bucket: pair.bucket, key, tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
           });
           for (const i of group) takenAt[i] = null;
@@ -529,19 +476,18 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       for (const i of indexes) {
         takenAt[i] = group.takenAt[i] ?? null;
         fullAt[i] = group.fullAt[i] ?? null;
-        sent[i] = group.sent[i]!;
         if (takenAt[i] !== null) held.push(i);
       }
       if (admission.wouldDeny) wouldDeny.push(...admission.wouldDeny);
     }
 
-    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt, sent };
+    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt };
     if (wouldDeny.length > 0) {
       // A measured request was short somewhere: no measured request keeps its tokens.
       await giveBack(held.filter((i) => requests[i]!.measure === true));
-      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt, sent };
+      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt };
     }
-    return { admission: { allowed: true, remaining }, takenAt, fullAt, sent };
+    return { admission: { allowed: true, remaining }, takenAt, fullAt };
   }
 
   /**
@@ -578,9 +524,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
         args.splice(0, args.length, ...three);
       }
     }
-    // read as the call is sent (and sent again): after any reset sent before it, before any sent after it
-    let sent = this.resets;
-    const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args, () => (sent = this.resets));
+    const reply = await this.run(this.acquireLua, keys, tail.length > 0 ? args.concat(tail) : args);
     const parsed = parseAcquireReply(reply, order.length, check, moded);
     // back from the order sent to the order of `indexes`
     const position = new Map(order.map((i, p) => [i, p]));
@@ -590,7 +534,6 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       remaining: pick(parsed.remaining),
       waits: pick(parsed.waits),
       takenAt: parsed.takenAt,
-      sent,
       fullAt: parsed.fullAt && pick(parsed.fullAt),
     };
   }
@@ -625,13 +568,12 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   }
 
   /**
-   * Runs a script call. `resent` is called when, on a client that runs calls in the order written (one
-   * connection per node), the call is written again (EVAL after NOSCRIPT): Redis runs it there, after
-   * whatever the store sent since, so what it counts as sent before it is read again. On a pool a reset
-   * waits for whole calls and calls wait for whole resets: a call keeps its place where it was issued.
+   * Runs a script call. On a client whose connections may reach Redis out of order (a pool), a reset
+   * waits for whole calls and calls wait for whole resets: Redis runs a reset where it was issued among
+   * the store's calls, as on one connection.
    */
-  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
-    if (this.redis.ordered) return this.send(script, keys, args, resent);
+  private run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.redis.ordered) return this.send(script, keys, args);
     if (script === this.resetLua) {
       const before = [...this.unanswered];
       const previous = this.barrier;
@@ -658,9 +600,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     return call;
   }
 
-  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], resent?: () => void): Promise<unknown> {
+  private async send(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
-      return await script.run(this.redis, keys, args, resent);
+      return await script.run(this.redis, keys, args);
     } catch (error) {
       if (error instanceof Error && /syntax error/i.test(error.message)) {
         error.message = `${error.message} (RedisStore needs Redis 6.2 or later, for SET … PXAT)`;
@@ -689,12 +631,12 @@ function sharedRequests(requests: readonly AcquireRequest[], ids: readonly strin
 /** An acquireAll's answer from a shared call. */
 function takenOf(shared: SharedAnswer): Taken {
   const { remaining } = shared;
-  if (shared.taken) return { admission: { allowed: true, remaining }, takenAt: remaining.map(() => shared.takenAt), fullAt: [], sent: remaining.map(() => shared.sent) };
+  if (shared.taken) return { admission: { allowed: true, remaining }, takenAt: remaining.map(() => shared.takenAt), fullAt: [] };
   const short: DeniedRequest[] = [];
   shared.waits.forEach((w, index) => {
     if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
   });
-  return { admission: denial(short, remaining), takenAt: remaining.map(() => null), fullAt: [], sent: remaining.map(() => 0) };
+  return { admission: denial(short, remaining), takenAt: remaining.map(() => null), fullAt: [] };
 }
 
 /** The ids that appear more than once. */
@@ -711,7 +653,7 @@ function repeated(ids: readonly string[]): Set<string> {
  * {0, now×n, w×n} nothing taken; a check {1|0, now×n, w×n}. t is Redis TIME
  * in µs, X a key's full-at time after the call.
  */
-function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): Omit<SlotReply, 'sent'> {
+function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): SlotReply {
   const flag = Array.isArray(reply) ? reply[0] : undefined;
   const taken = !check && (flag === 1 || flag === 2);
   const x = taken && moded ? n : 0; // full-at times
