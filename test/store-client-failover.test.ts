@@ -15,9 +15,11 @@ import { startRedisCluster } from './support/redis-server.js';
 import type { RedisClusterProcess } from './support/redis-server.js';
 
 let cluster: RedisClusterProcess;
+/** A master per client family: each fails over a master of its own. */
+const MASTERS = CLIENT_FAMILIES.length;
 
 beforeAll(async () => {
-  cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 });
+  cluster = await startRedisCluster({ masters: MASTERS, replicasPerMaster: 1 });
 }, 60_000);
 
 afterAll(async () => {
@@ -87,7 +89,7 @@ async function identityOnMaster(store: RedisStore, bucket: TokenBucket, index: n
   return onNode(cluster.nodes[0]!, async (redis) => {
     for (let i = 0; ; i++) {
       const slot = Number(await redis.call('CLUSTER', 'KEYSLOT', store.keyFor(bucket, `user-${i}`)));
-      if (Math.floor((slot * 3) / 16_384) === index) return `user-${i}`;
+      if (Math.floor((slot * MASTERS) / 16_384) === index) return `user-${i}`;
     }
   });
 }

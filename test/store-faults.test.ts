@@ -13,6 +13,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
+import { createClient as createClient5, createCluster as createCluster5 } from 'redis-v5';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rate } from '../src/rate.js';
 import type { RedisStoreClient } from '../src/stores/redis-client.js';
@@ -83,16 +84,22 @@ async function iovalkey(kind: Kind): Promise<RedisStoreClient> {
   return ready(kind === 'Redis' ? new ValkeyRedis(proxy.url) : new ValkeyCluster(startup, { natMap }));
 }
 
-async function nodeRedis(kind: Kind): Promise<RedisStoreClient> {
+async function nodeRedis(kind: Kind, version: 5 | 6 = 6): Promise<RedisStoreClient> {
   const reconnectStrategy = (retries: number) => Math.min(retries * 50, 200);
+  const cluster = {
+    rootNodes: startup.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+    nodeAddressMap: natMap,
+    defaults: { socket: { reconnectStrategy } },
+  };
+  const single = { url: proxy.url, socket: { reconnectStrategy } };
   const made =
-    kind === 'Redis'
-      ? createClient({ url: proxy.url, socket: { reconnectStrategy } })
-      : createCluster({
-          rootNodes: startup.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
-          nodeAddressMap: natMap,
-          defaults: { socket: { reconnectStrategy } },
-        });
+    version === 5
+      ? kind === 'Redis'
+        ? createClient5(single)
+        : createCluster5(cluster)
+      : kind === 'Redis'
+        ? createClient(single)
+        : createCluster(cluster);
   made.on('error', () => undefined);
   await made.connect();
   closers.push(() => made.close());
@@ -180,6 +187,8 @@ const families: Family[] = [
   { name: 'iovalkey', kind: 'Redis Cluster', client: () => iovalkey('Redis Cluster') },
   { name: 'node-redis', kind: 'Redis', client: () => nodeRedis('Redis') },
   { name: 'node-redis', kind: 'Redis Cluster', client: () => nodeRedis('Redis Cluster') },
+  { name: 'node-redis 5', kind: 'Redis', client: () => nodeRedis('Redis', 5) },
+  { name: 'node-redis 5', kind: 'Redis Cluster', client: () => nodeRedis('Redis Cluster', 5) },
 ];
 
 describe.each(families)('RedisStore on $kind with $name: a lost reply is applied once', ({ kind, client }) => {

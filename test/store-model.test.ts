@@ -546,7 +546,7 @@ function givenBack(bounds: Bounds, requests: readonly AcquireRequest[], t0: numb
 }
 
 // ioredis, and node-redis (iovalkey is ioredis's fork: the store runs both alike).
-const modelCases = (['Redis', 'Redis Cluster'] as const).flatMap((kind) => (['ioredis', 'node-redis'] as const).map((family) => [kind, family] as const));
+const modelCases = (['Redis', 'Redis Cluster'] as const).flatMap((kind) => (['ioredis', 'node-redis', 'node-redis-5'] as const).map((family) => [kind, family] as const));
 
 describe.each(modelCases)('RedisStore on %s (%s) against the reference model', (kind, family) => {
   const client = redisTarget(kind);

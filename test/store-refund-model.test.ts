@@ -201,7 +201,7 @@ afterAll(async () => {
 });
 
 // ioredis, and node-redis (iovalkey is ioredis's fork: the store runs both alike). The clock is read on ioredis.
-const modelCases = (['Redis', 'Redis Cluster'] as const).flatMap((kind) => (['ioredis', 'node-redis'] as const).map((family) => [kind, family] as const));
+const modelCases = (['Redis', 'Redis Cluster'] as const).flatMap((kind) => (['ioredis', 'node-redis', 'node-redis-5'] as const).map((family) => [kind, family] as const));
 
 describe.each(modelCases)('RedisStore on %s (%s): refunds against the counterfactual', (kind, family) => {
   const client = kind === 'Redis' ? redisClient(inject('redisUrl')) : clusterClient(inject('redisClusterNodes'));
