@@ -12,13 +12,24 @@ Bucket state and arithmetic as in lua/acquire.lua: the key holds the time
 the bucket is full again (µs, `A` or `A+num/den`), counted in level units.
 
 KEYS                     every request's key, operation after operation; no key
-                         twice within one operation
-ARGV[1]      m           distinct bucket terms in the call
+                         twice within one operation (or, on a Cluster node, see -m)
+ARGV[1]      m           distinct bucket terms in the call; -m: the call serves one node
+                         of a Cluster, with keys of several hash slots, which follow the
+                         requests in ARGV, in the same order (KEYS holds the first one
+                         alone, so that the node checks it serves that slot)
 ARGV[2..3m+1]            per terms j: capacity (tokens), T (tokens per period, reduced),
                          P (µs per period, reduced)
 then per request, two:   j, cost (tokens): j > 0 starts an operation, -j continues
                          the one before (each argument costs Redis a string: terms are
                          sent once, however many operations share them)
+
+On a Cluster node (-m) the script runs with `#!lua flags=allow-cross-slot-keys`
+(src/stores/lua-script.ts adds the line; Redis 7 and later), on the node's
+own connection, never redirected there by ASK: each key is read alone, and a
+key the node does not serve now (its slot moved, or is moving and the key is
+not here) is an error, which leaves the operations naming it undecided.
+Nothing is written before every key of an operation has been read, so an
+operation is decided here whole or not at all.
 
 Reply: {t, then per operation one of}
   1, rem_1..k            every request taken (rem: whole tokens after)
@@ -33,6 +44,8 @@ local WIDE = 9007199254740928
 local KEYS, ARGV, call, tonumber = KEYS, ARGV, redis.call, tonumber
 local floor, ceil, format, sub, find = math.floor, math.ceil, string.format, string.sub, string.find
 local m = tonumber(ARGV[1])
+local node = m < 0
+if node then m = -m end
 local clock = call('TIME')
 local now = clock[1] * 1000000 + clock[2]
 -- Per terms: capacity, T, P, full level (capacity * P); false where the cheap guard fails,
@@ -48,20 +61,42 @@ for j = 1, m do
   end
 end
 
+local keys, values
 local n = #KEYS
--- Every key read at once. MGET reads a key of another type as nil, as it does a
--- missing one (a full bucket): when EXISTS finds any of those, each is looked at,
--- and an operation with a key of another type is not decided here.
-local values = call('MGET', unpack(KEYS))
-local missing = {}
-for i = 1, n do
-  if not values[i] then missing[#missing + 1] = KEYS[i] end
-end
+-- Keys that hold something else than a string (or, on a node, that it does not serve now): an
+-- operation naming one is not decided here.
 local foreign = false
-if #missing > 0 and call('EXISTS', unpack(missing)) > 0 then
-  foreign = {}
-  for i = 1, #missing do
-    if call('EXISTS', missing[i]) == 1 then foreign[missing[i]] = true end
+if node then
+  n = (#ARGV - 1 - 3 * m) / 3
+  if n % 1 ~= 0 or n < 1 then
+    return redis.error_reply('ERR token bucket: expected 3 arguments per request on a node, got ' .. #ARGV)
+  end
+  keys, values, foreign = {}, {}, {}
+  local base = 1 + 3 * m + 2 * n
+  for i = 1, n do
+    local key = ARGV[base + i]
+    keys[i] = key
+    local v = redis.pcall('GET', key)
+    if type(v) == 'table' then
+      foreign[key], values[i] = true, false
+    else
+      values[i] = v
+    end
+  end
+else
+  keys = KEYS
+  -- Every key read at once. MGET reads a key of another type as nil, as it does a
+  -- missing one (a full bucket): when EXISTS finds any of those, each is looked at.
+  values = call('MGET', unpack(KEYS))
+  local missing = {}
+  for i = 1, n do
+    if not values[i] then missing[#missing + 1] = KEYS[i] end
+  end
+  if #missing > 0 and call('EXISTS', unpack(missing)) > 0 then
+    foreign = {}
+    for i = 1, #missing do
+      if call('EXISTS', missing[i]) == 1 then foreign[missing[i]] = true end
+    end
   end
 end
 -- What this call wrote, per key: what a later operation on that key reads.
@@ -117,7 +152,7 @@ local o = 1 -- last slot of out written
 -- per request of an operation of several: level now, what it takes (level units), full level, T, P, wait
 local levels, takes, fulls, rates, periods, waits = {}, {}, {}, {}, {}, {}
 local a = 3 * m + 2 -- ARGV index of the next request's terms index
-local i = 1 -- KEYS index of the next request
+local i = 1 -- index of the next request's key
 while i <= n do
   -- the operation: requests i..i+k-1 (a negative terms index continues it)
   local k = 1
@@ -126,7 +161,7 @@ while i <= n do
     local j, cost = ARGV[a] + 0, ARGV[a + 1] + 0
     local cap = caps[j]
     local L
-    if cap and cost >= 0 and cost % 1 == 0 then L = levelOf(KEYS[i], values[i], Ts[j], Fs[j]) end
+    if cap and cost >= 0 and cost % 1 == 0 then L = levelOf(keys[i], values[i], Ts[j], Fs[j]) end
     if not L then
       out[o + 1] = 3
       o = o + 1
@@ -135,7 +170,7 @@ while i <= n do
       local C = cost * P
       local w = waitFor(cost, cap, C, L, T)
       if w == -2 then
-        if C > 0 then write(KEYS[i], Fs[j] - L + C, T) end
+        if C > 0 then write(keys[i], Fs[j] - L + C, T) end
         L = L - C
       end
       local whole = floor(L / P)
@@ -156,7 +191,7 @@ while i <= n do
       if j < 0 then j = -j end
       local cap = caps[j]
       local L
-      if cap and cost >= 0 and cost % 1 == 0 then L = levelOf(KEYS[i + r - 1], values[i + r - 1], Ts[j], Fs[j]) end
+      if cap and cost >= 0 and cost % 1 == 0 then L = levelOf(keys[i + r - 1], values[i + r - 1], Ts[j], Fs[j]) end
       if not L then
         status = 3
         break
@@ -176,7 +211,7 @@ while i <= n do
         local L = levels[r]
         if status == 1 then
           local C = takes[r]
-          if C > 0 then write(KEYS[i + r - 1], fulls[r] - L + C, rates[r]) end
+          if C > 0 then write(keys[i + r - 1], fulls[r] - L + C, rates[r]) end
           L = L - C
         else
           out[o + 1 + k + r] = waits[r]

@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate } from '../src/rate.js';
 import { RedisStore } from '../src/stores/redis-store.js';
 import { TokenBucket } from '../src/token-bucket.js';
-import { nodeRedisClient, openClient } from './support/client-families.js';
-import type { ClientFamily } from './support/client-families.js';
+import { CLIENT_FAMILIES, nodeRedisClient, openClient } from './support/client-families.js';
 import { redisClient, uniquePrefix } from './support/clients.js';
 import { startRedisServer } from './support/redis-server.js';
 import type { RedisServerProcess } from './support/redis-server.js';
@@ -28,7 +27,7 @@ describe('RedisStore refuses what is not a client it knows', () => {
   ])('%s: a TypeError naming every client accepted', (_name, client) => {
     expect(() => new RedisStore(client as never)).toThrow(TypeError);
     expect(() => new RedisStore(client as never)).toThrow(
-      /ioredis or iovalkey Redis or Cluster, or a node-redis v5 client \(createClient\) or cluster \(createCluster\)/,
+      /ioredis or iovalkey Redis or Cluster, or a node-redis 5 or 6 client \(createClient\) or cluster \(createCluster\)/,
     );
   });
 
@@ -219,7 +218,7 @@ describe('Faults, per client family, on a Redis of this file’s own', () => {
     await server?.stop();
   });
 
-  it.each(['ioredis', 'node-redis', 'iovalkey'] as ClientFamily[])(
+  it.each(CLIENT_FAMILIES)(
     '%s: after Redis restarts empty, the store reloads its script by itself',
     async (family) => {
       const opened = openClient(family, { kind: 'redis', url: server.url });

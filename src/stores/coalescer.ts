@@ -13,9 +13,10 @@ export type SharedAnswer =
   | { readonly taken: false; readonly remaining: number[]; readonly waits: number[] };
 
 /**
- * `ALONE`: no other operation for its node (slot) came in its tick, or the
- * shared call could not decide it and wrote nothing for it (a foreign value,
- * a value to repair): the caller runs it as it would alone.
+ * `ALONE`: no other operation for its group came in its tick, or the shared
+ * call could not decide it and wrote nothing for it (a foreign value, a value
+ * to repair, a key its node no longer serves), or ran nothing at all: the
+ * caller runs it as it would alone.
  */
 export const ALONE = 'alone';
 
@@ -32,12 +33,16 @@ interface Waiting {
  */
 export const MAX_SHARED_KEYS = 512;
 
-/** Runs lua/acquire-each.lua with `keys` and `args`, on the node (slot) of the first key. */
-export type RunShared = (keys: readonly string[], args: readonly number[]) => Promise<unknown>;
+/**
+ * Runs lua/acquire-each.lua with `keys` and `args` for the group `group` (its node, or the slot of
+ * the first key); resolves to `ALONE` when the call ran nothing, so that each operation runs alone.
+ */
+export type RunShared = (group: string, keys: readonly string[], args: readonly number[]) => Promise<unknown>;
 
 /**
- * Gathers the operations issued in one tick, per node (a Cluster: per hash
- * slot), and sends each node's as one script call when there are several.
+ * Gathers the operations issued in one tick, per group (a node; on a Cluster
+ * whose nodes cannot run a call across slots, a hash slot), and sends each
+ * group's as one script call when there are several.
  * Nothing waits for a timer: the call goes out once the tick's synchronous
  * work and promise jobs are done (`process.nextTick`). (The store sends an
  * operation that finds none of its own in flight at once, without this.)
@@ -70,7 +75,7 @@ export class Coalescer {
     return !this.#scheduled;
   }
 
-  /** Queues an operation for the node (slot) `group`; resolves to its own answer, or `ALONE`. */
+  /** Queues an operation for the group `group`; resolves to its own answer, or `ALONE`. */
   submit(group: string, requests: readonly SharedRequest[]): Promise<SharedAnswer | typeof ALONE> {
     return new Promise((resolve, reject) => {
       const waiting = this.#pending.get(group);
@@ -87,7 +92,7 @@ export class Coalescer {
     const groups = this.#pending;
     this.#pending = new Map();
     this.#scheduled = false;
-    for (const waiting of groups.values()) {
+    for (const [group, waiting] of groups) {
       if (waiting.length === 1) {
         waiting[0]!.resolve(ALONE);
         continue;
@@ -98,18 +103,18 @@ export class Coalescer {
       for (let i = 0; i < waiting.length; i++) {
         const size = waiting[i]!.requests.length;
         if (keys + size > most && i > start) {
-          this.#send(waiting.slice(start, i));
+          this.#send(group, waiting.slice(start, i));
           start = i;
           keys = 0;
           most = this.#maxKeys;
         }
         keys += size;
       }
-      this.#send(waiting.slice(start));
+      this.#send(group, waiting.slice(start));
     }
   }
 
-  #send(batch: readonly Waiting[]): void {
+  #send(group: string, batch: readonly Waiting[]): void {
     if (batch.length === 1) {
       batch[0]!.resolve(ALONE);
       return;
@@ -132,11 +137,11 @@ export class Coalescer {
       });
     }
     const args = [index.size, ...terms, ...requests];
-    this.#run(keys, args).then(
+    this.#run(group, keys, args).then(
       (reply) => {
         let answers: (SharedAnswer | typeof ALONE)[];
         try {
-          answers = parseShared(reply, batch);
+          answers = reply === ALONE ? batch.map(() => ALONE) : parseShared(reply, batch);
         } catch (error) {
           for (const w of batch) w.reject(error);
           return;

@@ -41,10 +41,15 @@ export class LuaScript {
   /** The shared acquire script (`Script.shared`). */
   readonly shared: boolean;
 
-  constructor(fileName: string, shared = false) {
-    this.source = assemble(luaDirectory(), fileName);
+  /**
+   * `header`: a first line put before the file, such as the flags of a Redis 7 script
+   * (`#!lua flags=…`), which Redis reads only there.
+   */
+  constructor(fileName: string, options: { shared?: boolean; header?: string } = {}) {
+    const body = assemble(luaDirectory(), fileName);
+    this.source = options.header === undefined ? body : `${options.header}\n${body}`;
     this.sha = createHash('sha1').update(this.source).digest('hex');
-    this.shared = shared;
+    this.shared = options.shared === true;
   }
 
   run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {

@@ -37,9 +37,13 @@ const OWN_OPTIONS: Partial<RedisOptions> = { ...NEVER_RESEND, ...DEFAULT_REPLIES
 /**
  * A connection of the store's own, with the client's options (address,
  * credentials, TLS, `natMap`, timeouts) but `NEVER_RESEND` and
- * `DEFAULT_REPLIES`. It closes when the client ends (`quit`, `disconnect`),
- * so it keeps no process alive that the client would not, and it is opened
- * again should the client reconnect.
+ * `DEFAULT_REPLIES`, and the client's database as it is now: it follows
+ * every `SELECT` of the client, in order with the store's calls. It closes
+ * when the client ends (`quit`, `disconnect`), so it keeps no process alive
+ * that the client would not, and it is opened again should the client
+ * reconnect. It does not carry what else a client changes on its own
+ * connection at run time (`CLIENT SETNAME`, `CLIENT TRACKING`, an `AUTH` sent
+ * by hand): it is opened from the client's options as they are when it opens.
  */
 export class OwnConnection {
   #own: Redis | Cluster | undefined;
@@ -48,11 +52,20 @@ export class OwnConnection {
   /** Fails the calls in ioredis's offline queue of the connection, on close (it may never fail them itself). */
   readonly #queued = new Set<() => void>();
   #watching = false;
+  /** The store's operations begun and not settled (`hold`). */
+  #outstanding = 0;
+  /** Set when the client ended with operations outstanding: the connection closes once they settle. */
+  #ending = false;
   /** Typed as ioredis's: iovalkey's `Redis` and `Cluster` have the same methods and options. */
   readonly client: Redis | Cluster;
 
   constructor(client: IoredisLikeClient) {
     this.client = client as unknown as Redis | Cluster;
+  }
+
+  /** The connection, while open (it may still be connecting). */
+  get current(): Redis | Cluster | undefined {
+    return this.#own;
   }
 
   /** Closes with the client: one listener per client, however many stores share it (held weakly). */
@@ -68,7 +81,21 @@ export class OwnConnection {
       };
       const closeIfDisconnected = (): void => void (disconnected(client) && closeAll());
       ownersOf.set(client, { set, closeIfDisconnected });
-      client.on('end', closeAll);
+      // the client ended (a quit() lets its calls finish): so do the store's, then its connection closes
+      client.on('end', () => {
+        for (const ref of set) {
+          const owner = ref.deref();
+          if (owner !== undefined) owner.#end();
+        }
+      });
+      // ioredis emits 'select' as it sends a SELECT: the store's calls after it go to that database too
+      client.on('select', (db: unknown) => {
+        if (typeof db !== 'number') return;
+        for (const ref of set) {
+          const owner = ref.deref();
+          if (owner !== undefined) owner.#select(db);
+        }
+      });
       // A client disconnected while it waits to reconnect emits no 'end' (see `disconnected`). So the store's
       // connections close when, after a client's 'disconnecting' (a Cluster), once the reconnect wait a
       // client announced is over (a timer that keeps no process alive), or when one of them is about to
@@ -155,9 +182,42 @@ export class OwnConnection {
     if (own.status === 'wait') own.connect().catch(() => undefined);
   }
 
+  /**
+   * Runs `call`, one of the store's operations (its script calls, in turn or at once), counted as
+   * outstanding until it settles. Refused, as the client's own command would be, once the client's
+   * `quit()` or `disconnect()` has begun; one begun before finishes on the connection.
+   */
+  async hold<T>(call: () => Promise<T>): Promise<T> {
+    if (closing(this.client)) throw new Error('Connection is closed.');
+    this.#outstanding += 1;
+    try {
+      return await call();
+    } finally {
+      this.#outstanding -= 1;
+      if (this.#ending && this.#outstanding === 0) this.close();
+    }
+  }
+
+  /**
+   * The client ended: the connection closes once every operation outstanding has settled (they finish
+   * as the client's own did), at once when none is. Should it lose its socket meanwhile, it closes then
+   * (`'reconnecting'` finds the client disconnected).
+   */
+  #end(): void {
+    if (this.#own !== undefined && this.#outstanding > 0) this.#ending = true;
+    else this.close();
+  }
+
+  /** Switches the connection, if open, to the client's database `db`, after the writes asked before. */
+  #select(db: number): void {
+    if (this.#own === undefined || isCluster(this.#own)) return;
+    this.use((own) => (own as Redis).select(db)).catch(() => undefined);
+  }
+
   close(): void {
     const own = this.#own;
     const waiting = this.#waiting;
+    this.#ending = false;
     this.#own = undefined;
     this.#waiting = undefined;
     own?.disconnect();
@@ -192,7 +252,13 @@ function open(client: Redis | Cluster): Redis | Cluster {
     } as Parameters<Cluster['duplicate']>[1];
     return client.duplicate([], options);
   }
-  return client.duplicate(OWN_OPTIONS);
+  return client.duplicate({ ...OWN_OPTIONS, db: selected(client) });
+}
+
+/** The database the client uses now: the last it was told to SELECT (ioredis keeps it, privately), else its option. */
+function selected(client: Redis): number {
+  const db = (client as unknown as { condition?: { select?: unknown } }).condition?.select;
+  return typeof db === 'number' ? db : (client.options.db ?? 0);
 }
 
 /**
@@ -207,6 +273,11 @@ function disconnected(client: Redis | Cluster): boolean {
   // A Redis stays 'reconnecting'. A Cluster stays 'disconnecting' when it had no node connection left to
   // close; one that has (a quit() while ready, letting its calls finish) ends by itself.
   return client.status === 'reconnecting' || (client.status === 'disconnecting' && isCluster(client) && client.nodes('all').length === 0);
+}
+
+/** Whether the client was told to close (`quit`, `disconnect`) and has not connected again since, or has ended. */
+function closing(client: Redis | Cluster): boolean {
+  return client.status === 'end' || (client as unknown as { manuallyClosing?: unknown }).manuallyClosing === true;
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {

@@ -1,8 +1,11 @@
 // The Redis clients RedisStore runs its scripts through: ioredis and its fork
-// iovalkey (`Redis`, `Cluster`), and node-redis v5 (`createClient`,
+// iovalkey (`Redis`, `Cluster`), and node-redis 5 and 6 (`createClient`,
 // `createCluster`). They are told apart by shape, never imported, so the
 // package loads without any of them.
+import type { Cluster, Redis } from 'ioredis';
+import { clusterSlot } from './cluster-slot.js';
 import { MAX_SHARED_KEYS } from './coalescer.js';
+import { firstCallOn } from './first-call.js';
 import { OwnConnection } from './own-connection.js';
 
 /** Keys per shared call on a single connection (ioredis, iovalkey, a node-redis client): see `ScriptClient.sharedKeys`. */
@@ -23,17 +26,26 @@ export interface NodeRedisCommandOptions {
   typeMapping?: object;
 }
 
-/** A node-redis v5 client (`createClient()`, or a pool from `createClientPool()`), connected by its owner. */
+/** A node-redis 5 or 6 client (`createClient()`, or a pool from `createClientPool()`), connected by its owner. */
 export interface NodeRedisClient {
   readonly isOpen: boolean;
   sendCommand(args: string[], options?: NodeRedisCommandOptions): Promise<unknown>;
+  on(event: string, listener: () => void): unknown;
 }
 
-/** A node-redis v5 cluster (`createCluster()`), connected by its owner. */
+/** A node-redis cluster (`createCluster()`), connected by its owner. */
 export interface NodeRedisCluster {
   readonly isOpen: boolean;
-  readonly masters: readonly unknown[];
+  readonly masters: readonly NodeRedisMaster[];
+  /** Per hash slot, its shard; its master serves it. */
+  readonly slots: readonly ({ readonly master: NodeRedisMaster } | undefined)[];
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: NodeRedisCommandOptions): Promise<unknown>;
+}
+
+/** A master of a node-redis cluster, and the client it keeps to it once connected. */
+export interface NodeRedisMaster {
+  readonly address: string;
+  readonly client?: NodeRedisClient & { readonly isReady: boolean };
 }
 
 /** Every client `RedisStore` accepts. */
@@ -86,12 +98,63 @@ export interface ScriptClient {
    * strings as strings, nil as null, arrays as arrays; an error reply rejects.
    */
   runScript(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /**
+   * On a Cluster: its nodes, for a call that serves one node with keys of
+   * several hash slots (lua/acquire-each.lua). Absent on a single Redis.
+   */
+  readonly nodes?: ClusterNodes;
+  /**
+   * Runs `run`, one of the store's operations, begun now: refused at once, as
+   * the client's own command would be, once the client's `quit()` or
+   * `disconnect()` has begun; else what the store opened of its own stays
+   * open until it settles, however the client ends meanwhile. Absent where
+   * the store uses the client itself (node-redis).
+   */
+  operation?<T>(run: () => Promise<T>): Promise<T>;
   /** Closes what the store opened of its own (the user's client stays open). */
   close(): void;
 }
 
+/** A Cluster's masters, as its client knows them now. */
+export interface ClusterNodes {
+  /** The address of the master serving `key`'s hash slot; undefined while the client knows none. */
+  of(key: string): string | undefined;
+  /**
+   * Runs `script` on the master at `address`, on the connection the client
+   * keeps to it (so after whatever the store sent there before), and nowhere
+   * else: a redirection is not followed. When the node ran nothing (it
+   * answered MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING or READONLY, could not
+   * read the script, or is not known), it rejects with `NotRun`.
+   */
+  runScript(address: string, script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+}
+
+/** A call a Cluster node did not run: nothing was applied, so its work may be sent again elsewhere. */
+export class NotRun extends Error {
+  /** The node cannot read the script at all (Redis 6.2 reads no `#!lua` flags line). */
+  readonly unreadable: boolean;
+
+  constructor(message: string, unreadable = false) {
+    super(message);
+    this.name = 'NotRun';
+    this.unreadable = unreadable;
+  }
+}
+
+/** Answers with which a node refuses a command before running any of it. */
+const REFUSED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|READONLY|MASTERDOWN)\b/;
+/** What Redis answers when it cannot compile a script: nothing of it ran. */
+const UNREADABLE = /^ERR Error compiling script/;
+
+/** `error` as a `NotRun` when the node ran nothing, else as it is. */
+function refusal(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  if (UNREADABLE.test(error.message)) return new NotRun(error.message, true);
+  return REFUSED.test(error.message) ? new NotRun(error.message) : error;
+}
+
 const ACCEPTED =
-  'RedisStore needs an ioredis or iovalkey Redis or Cluster, or a node-redis v5 client (createClient) or cluster (createCluster)';
+  'RedisStore needs an ioredis or iovalkey Redis or Cluster, or a node-redis 5 or 6 client (createClient) or cluster (createCluster)';
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
 
@@ -123,19 +186,77 @@ export function scriptClient(client: unknown): ScriptClient {
 function ioredisLike(client: IoredisLikeClient): ScriptClient {
   const connection = new OwnConnection(client);
   connection.open();
+  const cluster = client.isCluster === true;
   return {
-    cluster: client.isCluster === true,
+    cluster,
     ordered: true,
     sharedKeys: SHARED_KEYS_WRITTEN_AT_ONCE,
     async runScript(script, keys, args) {
       try {
-        return await connection.use((own) => own.evalsha(script.sha, keys.length, ...keys, ...args));
+        return await connection.use((own) => {
+          // the connection Redis runs it on: on a Cluster, the one to the master of its first key's slot
+          const on = cluster ? (masterOf(own as Cluster, keys[0]!) ?? own) : own;
+          return firstCallOn(on, script.sha, 'close')
+            ? own.eval(script.source, keys.length, ...keys, ...args)
+            : own.evalsha(script.sha, keys.length, ...keys, ...args);
+        });
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return await connection.use((own) => own.eval(script.source, keys.length, ...keys, ...args));
       }
     },
+    ...(cluster ? { nodes: ioredisNodes(connection) } : {}),
+    operation: (run) => connection.hold(run),
     close: () => connection.close(),
+  };
+}
+
+/** The master at `address` (`host:port`, as ioredis names nodes in `slots`) of a ready ioredis Cluster. */
+function master(own: Cluster, address: string): Redis | undefined {
+  if (own.status !== 'ready') return undefined;
+  return own.nodes('master').find(({ options }) => `${options.host}:${options.port}` === address);
+}
+
+/** The address of the master a ready ioredis Cluster sends `key` to. */
+function addressOf(own: Cluster, key: string): string | undefined {
+  return own.status === 'ready' ? own.slots[clusterSlot(key)]?.[0] : undefined;
+}
+
+/** The connection to the master a ready ioredis Cluster sends `key` to. */
+function masterOf(own: Cluster, key: string): Redis | undefined {
+  const address = addressOf(own, key);
+  return address === undefined ? undefined : master(own, address);
+}
+
+/** The masters of the store's own ioredis (or iovalkey) Cluster: `ClusterNodes`. */
+function ioredisNodes(connection: OwnConnection): ClusterNodes {
+  return {
+    of(key) {
+      const own = connection.current;
+      return own === undefined ? undefined : addressOf(own as Cluster, key);
+    },
+    async runScript(address, script, keys, args) {
+      const run = (command: (node: Redis) => Promise<unknown>): Promise<unknown> =>
+        connection.use(async (own) => {
+          const node = master(own as Cluster, address);
+          if (node === undefined) throw new NotRun(`no master at ${address}`);
+          try {
+            return await command(node);
+          } catch (error) {
+            throw refusal(error);
+          }
+        });
+      try {
+        return await run((node) =>
+          firstCallOn(node, script.sha, 'close')
+            ? node.eval(script.source, keys.length, ...keys, ...args)
+            : node.evalsha(script.sha, keys.length, ...keys, ...args),
+        );
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        return await run((node) => node.eval(script.source, keys.length, ...keys, ...args));
+      }
+    },
   };
 }
 
@@ -210,7 +331,8 @@ function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClien
       };
       const command = evalShaCommand(script, keys, args);
       try {
-        return await send(command);
+        // a pool's connections are its own: each call by hash there
+        return await send(ordered && firstCallOn(client, script.sha, 'connect') ? asEval(command, script) : command);
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return await send(asEval(command, script));
@@ -226,17 +348,42 @@ function assertOpen(cluster: NodeRedisCluster): void {
 }
 
 function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
+  /** The client of the master at `address`, once connected. */
+  const master = (address: string) => cluster.masters.find((m) => m.address === address)?.client;
   return {
     cluster: true,
     ordered: true,
     sharedKeys: MAX_SHARED_KEYS,
+    nodes: {
+      of: (key) => (cluster.isOpen ? cluster.slots[clusterSlot(key)]?.master.address : undefined),
+      async runScript(address, script, keys, args) {
+        const send = async (command: string[]): Promise<unknown> => {
+          const client = master(address);
+          if (client === undefined || !client.isReady) throw new NotRun(`no connected master at ${address}`);
+          try {
+            return await client.sendCommand(command, NODE_REDIS_OPTIONS);
+          } catch (error) {
+            throw refusal(error);
+          }
+        };
+        const command = evalShaCommand(script, keys, args);
+        const client = master(address);
+        try {
+          return await send(client !== undefined && firstCallOn(client, script.sha, 'connect') ? asEval(command, script) : command);
+        } catch (error) {
+          if (!isNoScript(error)) throw error;
+          return await send(asEval(command, script));
+        }
+      },
+    },
     async runScript(script, keys, args) {
       assertOpen(cluster);
       const command = evalShaCommand(script, keys, args);
       // The first key picks the slot's master (RedisStore keeps every key of a call in one slot).
       const first = keys[0];
+      const on = first === undefined ? undefined : cluster.slots[clusterSlot(first)]?.master.client;
       try {
-        return await cluster.sendCommand(first, false, command, NODE_REDIS_OPTIONS);
+        return await cluster.sendCommand(first, false, on !== undefined && firstCallOn(on, script.sha, 'connect') ? asEval(command, script) : command, NODE_REDIS_OPTIONS);
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return await cluster.sendCommand(first, false, asEval(command, script), NODE_REDIS_OPTIONS);

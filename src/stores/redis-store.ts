@@ -9,7 +9,7 @@ import { LuaScript } from './lua-script.js';
 import type { SharedAnswer, SharedRequest } from './coalescer.js';
 import { ALONE, Coalescer } from './coalescer.js';
 import type { RedisStoreClient, ScriptClient } from './redis-client.js';
-import { scriptClient } from './redis-client.js';
+import { NotRun, scriptClient } from './redis-client.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
 import { tokensReturned } from './returns.js';
 import { DEFAULT_PREFIX, identityTag, redisKey, validatePrefix } from './redis-keys.js';
@@ -43,11 +43,15 @@ const NEVER = -1;
 const NONE: FullAt = { at: 0, num: 0, den: 1 };
 
 
+/** Starts a shared call's group that is a Cluster node (its address follows); a slot's group starts with `{`. */
+const NODE = '@';
+
 /** Appended to a bucket's key, its reset mark's (lua/reset.lua): bucket names cannot hold `!`. */
 const RESET_MARK = '!reset';
 
 let acquireScript: LuaScript | undefined;
 let acquireEachScript: LuaScript | undefined;
+let acquireOnNodeScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
 let resetScript: LuaScript | undefined;
 
@@ -76,7 +80,7 @@ interface Taken {
 
 /**
  * Token buckets in Redis or Redis Cluster, through ioredis, iovalkey or
- * node-redis v5. Each acquire is one Lua script call that reads Redis
+ * node-redis 5 or 6. Each acquire is one Lua script call that reads Redis
  * `TIME`, so every process sharing the Redis spends from the same buckets
  * and no token is spent twice.
  */
@@ -86,6 +90,8 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   readonly prefix: string;
   private readonly acquireLua: LuaScript;
   private readonly acquireEachLua: LuaScript;
+  /** lua/acquire-each.lua for one Cluster node's keys of several slots: Redis 7's flag lets it reach them. */
+  private readonly acquireOnNodeLua: LuaScript;
   private readonly refundLua: LuaScript;
   private readonly resetLua: LuaScript;
   private readonly receipts: ReceiptBook;
@@ -93,8 +99,13 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   private readonly redis: ScriptClient;
   /** Acquires sent (or waiting to share a call) and not answered: while there are any, a new one waits for its tick's end to share a call. */
   private inFlight = 0;
-  /** Acquires of one tick bound for one node (slot), issued while another is in flight, share a script call. */
+  /** Acquires of one tick bound for one node, issued while another is in flight, share a script call. */
   private readonly coalescer: Coalescer;
+  /**
+   * On a Cluster, whether a shared call may serve a node's keys of several slots: until a node
+   * cannot read the script's flags line (Redis 6.2), after which calls are shared per hash slot.
+   */
+  private perNode = true;
   /**
    * On a client whose connections may reach Redis out of order (a node-redis
    * pool): the calls sent and not answered, and the latest reset, which waits
@@ -120,18 +131,20 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     this.client = client;
     this.prefix = validatePrefix(options.prefix ?? DEFAULT_PREFIX);
     acquireScript ??= new LuaScript('acquire.lua');
-    acquireEachScript ??= new LuaScript('acquire-each.lua', true);
+    acquireEachScript ??= new LuaScript('acquire-each.lua', { shared: true });
+    acquireOnNodeScript ??= new LuaScript('acquire-each.lua', { shared: true, header: '#!lua flags=allow-cross-slot-keys' });
     refundScript ??= new LuaScript('refund.lua');
     resetScript ??= new LuaScript('reset.lua');
     this.acquireLua = acquireScript;
     this.acquireEachLua = acquireEachScript;
+    this.acquireOnNodeLua = acquireOnNodeScript;
     this.refundLua = refundScript;
     this.resetLua = resetScript;
     this.receipts = new ReceiptBook(maxReceipts, { afterTurn: true });
     // It opens a connection, which nothing before it may leave behind by throwing.
     this.redis = scriptClient(client);
     this.coalescer = new Coalescer(
-      (keys, args) => this.run(this.acquireEachLua, keys, args),
+      (group, keys, args) => (group.startsWith(NODE) ? this.runOnNode(group.slice(NODE.length), keys, args) : this.run(this.acquireEachLua, keys, args)),
       this.redis.sharedKeys,
       this.redis.firstSharedKeys,
     );
@@ -144,6 +157,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   /** Takes `cost` (default 1) tokens from the key's bucket, or nothing when it holds fewer: one script call. */
   async acquire(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
+    return this.operation(() => this.acquireNow(bucket, key, cost));
+  }
+
+  private async acquireNow(bucket: TokenBucket, key: BucketKey, cost = 1): Promise<Admission> {
     assertBucket(bucket);
     assertCost(cost, bucket);
     const terms = termsOf(bucket);
@@ -155,7 +172,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     const busy = this.inFlight > 0;
     this.inFlight += 1;
     try {
-      const shared = busy ? await this.coalescer.submit(this.groupOf(tag), [{ key: redisKeyOf, terms, cost }]) : ALONE;
+      const shared = busy ? await this.coalescer.submit(this.groupOf(tag, redisKeyOf), [{ key: redisKeyOf, terms, cost }]) : ALONE;
       if (shared !== ALONE) {
         const whole = shared.remaining[0]!;
         if (!shared.taken) return { allowed: false, retryAfterMs: shared.waits[0] === NEVER ? null : shared.waits[0]! };
@@ -184,6 +201,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * script call when every key shares a hash slot (always, on a single Redis).
    */
   async acquireAll(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
+    return this.operation(() => this.acquireAllNow(requests));
+  }
+
+  private async acquireAllNow(requests: readonly AcquireRequest[]): Promise<BatchAdmission> {
     const keys = validateRequests(requests);
     if (requests.length === 0) return { allowed: true, remaining: [] };
     const tags = keys.map(identityTag);
@@ -194,7 +215,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
       let taken: Taken | undefined;
       const shareable = busy && this.oneSlot(tags) ? sharedRequests(requests, ids, this.coalescer.maxKeys) : undefined;
       if (shareable !== undefined) {
-        const shared = await this.coalescer.submit(this.groupOf(tags[0]!), shareable);
+        const shared = await this.coalescer.submit(this.groupOf(tags[0]!, ids[0]!), shareable);
         if (shared !== ALONE) taken = takenOf(shared);
       }
       taken ??= this.oneSlot(tags)
@@ -217,9 +238,30 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     }
   }
 
-  /** Where an operation of the identity `tag` may share a call: one group on a single Redis; on a Cluster, its node. */
-  private groupOf(tag: string): string {
-    return this.redis.cluster ? tag : '';
+  /**
+   * Where an operation of the identity `tag`, whose first key is `key`, may share a call: one group on
+   * a single Redis; on a Cluster, the node serving its slot (`NODE` and its address), or the slot itself
+   * while no node is known or calls cannot serve several slots.
+   */
+  private groupOf(tag: string, key: string): string {
+    if (!this.redis.cluster) return '';
+    const node = this.perNode ? this.redis.nodes?.of(key) : undefined;
+    return node === undefined ? tag : NODE + node;
+  }
+
+  /**
+   * A shared call on the Cluster node at `address`, its keys in ARGV (lua/acquire-each.lua's -m): ALONE
+   * when the node ran nothing of it (its first key moved, say), so that each operation runs alone.
+   */
+  private async runOnNode(address: string, keys: readonly string[], args: readonly number[]): Promise<unknown> {
+    const argv: (string | number)[] = [-args[0]!, ...args.slice(1), ...keys];
+    try {
+      return await this.redis.nodes!.runScript(address, this.acquireOnNodeLua, [keys[0]!], argv);
+    } catch (error) {
+      if (!(error instanceof NotRun)) throw error;
+      if (error.unreadable) this.perNode = false; // Redis 6.2: shared per slot from now on
+      return ALONE;
+    }
   }
 
   /**
@@ -234,6 +276,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   /** What `acquireAll` would answer now; nothing is written. */
   async checkAll(requests: readonly AcquireRequest[]): Promise<BatchCheck> {
+    return this.operation(() => this.checkAllNow(requests));
+  }
+
+  private async checkAllNow(requests: readonly AcquireRequest[]): Promise<BatchCheck> {
     const keys = validateRequests(requests, 'checkAll');
     if (requests.length === 0) return checked([], []);
     const tags = keys.map(identityTag);
@@ -267,6 +313,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * to the whole tokens each request's bucket holds after it.
    */
   async refundAll(requests: readonly AcquireRequest[]): Promise<number[]> {
+    return this.operation(() => this.refundAllNow(requests));
+  }
+
+  private async refundAllNow(requests: readonly AcquireRequest[]): Promise<number[]> {
     const keys = validateRequests(requests, 'refundAll');
     if (requests.length === 0) return [];
     const pairs = refundPairs(requests, keys).map((pair) => {
@@ -298,6 +348,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
   }
 
   async reset(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
+    return this.operation(() => this.resetNow(bucket, key));
+  }
+
+  private async resetNow(bucket: TokenBucket, key: BucketKey): Promise<boolean> {
     assertBucket(bucket);
     const id = this.keyFor(bucket, key);
     const terms = termsOf(bucket);
@@ -317,6 +371,14 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     } finally {
       tokensReturned(this, [{ bucket, key }]);
     }
+  }
+
+  /**
+   * Runs one of the store's operations, begun now: on a connection of the store's own, refused once
+   * the client has begun to close, and finished on it when begun before (`ScriptClient.operation`).
+   */
+  private operation<T>(run: () => Promise<T>): Promise<T> {
+    return this.redis.operation === undefined ? run() : this.redis.operation(run);
   }
 
   /**

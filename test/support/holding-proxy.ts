@@ -93,7 +93,9 @@ export async function replyHoldingProxy(target: { host: string; port: number }, 
     arm: () => (armed = true),
     /** Resolves once a reply is held back: Redis has run the command. */
     held: () => untilAny(() => heldCount),
+    /** Sends the replies held, and holds no more. */
     release: () => {
+      armed = false;
       for (const release of releases.splice(0)) release();
     },
     close,
