@@ -197,7 +197,7 @@ export interface StoreBenchFigures {
   floor: { single: RedisCpuFigures; multi: RedisCpuFigures; alone: RedisCpuFigures; ratios: { single: number; multi: number; alone: number } };
   /** Single acquire with one in flight (nothing to share a call with). */
   alone: PhaseFigures;
-  /** Single acquire, `concurrency` in flight, on a 3-master Cluster of the bench's own (calls shared per hash slot only). */
+  /** Single acquire, `concurrency` in flight, on a 3-master Cluster of the bench's own (calls shared per master on Redis 7). */
   cluster: PhaseFigures;
 }
 
@@ -869,7 +869,7 @@ export function formatStoreBench(figures: StoreBenchFigures): string[] {
     [
       ...phaseRows('one acquire in flight', figures.alone, n, figures.floor.alone),
       ['', '', '', ''],
-      ...phaseRows(`${options.concurrency} acquires in flight, 3-master Cluster (shared per hash slot)`, figures.cluster, n),
+      ...phaseRows(`${options.concurrency} acquires in flight, 3-master Cluster (shared per master)`, figures.cluster, n),
       ['', '', '', ''],
       [`single acquire, ${options.concurrency} in flight (1 bucket per call)`, '', '', ''],
       [`throughput, acquires/s (best of ${n})`, fmt(ours.throughput.best, 0), fmt(theirs.throughput.best, 0), ratio(ratios.throughput)],

@@ -118,7 +118,7 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
 
   /**
    * @param client An ioredis or iovalkey `Redis` or `Cluster`, or a connected
-   *   node-redis 5 client, pool or cluster (`store.client` is this object);
+   *   node-redis 5 or 6 client, pool or cluster (`store.client` is this object);
    *   anything else is a `TypeError`. Give it the fail-fast options of
    *   docs/redis.md.
    * @param options `prefix` (default `"tb:"`) and `maxReceipts` (default 10,000).
