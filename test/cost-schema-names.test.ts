@@ -1,7 +1,7 @@
 // The names the directives go by: the one a schema's @link gives each
 // (declared or not, code-first or SDL), their own names, and a name written
 // with its @ in extensions. Each priced through a real Apollo Server.
-import { GraphQLInt, GraphQLObjectType, GraphQLSchema, parse } from 'graphql';
+import { GraphQLInt, GraphQLList, GraphQLObjectType, GraphQLSchema, parse } from 'graphql';
 import type { FieldDefinitionNode, ObjectTypeDefinitionNode } from 'graphql';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore, Rate, TokenBucket } from '../src/index.js';
@@ -81,6 +81,23 @@ describe('names in extensions', () => {
       expect(await charged(new GraphQLSchema({ query: Query }), '{ a }')).toEqual({ cost: 50, warnings: [] });
       await server?.stop();
       server = undefined;
+    }
+  });
+});
+
+describe('entries of the array form', () => {
+  it("an entry with a key other than name and args (arguments:, a misspelt args) fails Apollo Server's start, naming it", async () => {
+    const Row = new GraphQLObjectType({ name: 'Row', fields: { id: { type: GraphQLInt } } });
+    for (const key of ['arguments', 'arg']) {
+      const Query = new GraphQLObjectType({
+        name: 'Query',
+        extensions: { directives: [{ name: 'tokenBucket', args: { name: 'api' } }] },
+        fields: { rows: { type: new GraphQLList(Row), extensions: { directives: [{ name: 'listSize', [key]: { assumedSize: 500 } }] } } },
+      });
+      // Before: started, and { rows { id } } was charged 10 (the default size) where 500 was written.
+      await expect(serveLimited('Apollo Server', new GraphQLSchema({ query: Query }), {}, { store: new MemoryStore(), buckets: [api] })).rejects.toThrow(
+        `@listSize on Query.rows: an extensions.directives entry holds "${key}", which is not name or args`,
+      );
     }
   });
 });

@@ -186,7 +186,8 @@ const OWN: Readonly<Record<DirectiveRole, GraphQLDirective>> = {
  * - in `extensions.directives`, in graphql-tools' object form
  *   (`{ cost: { weight: 7 } }`, `{ tokenBucket: [{ … }, { … }] }`) and in
  *   the array form (`[{ name: 'cost', args: { weight: 7 } }]`, Pothos'
- *   default); a name written with its `@` (`'@cost'`) counts as well.
+ *   default); a name written with its `@` (`'@cost'`) counts as well;
+ *   an array entry holds `name` and `args` only.
  *
  * An application in the AST is coerced as the schema's declaration of the
  * directive would coerce it, else as the package's own declaration of
@@ -251,7 +252,11 @@ export function directiveApplications(schema: GraphQLSchema, element: Annotated,
   };
   if (Array.isArray(directives)) {
     for (const entry of directives as unknown[]) {
-      if (entry !== null && typeof entry === 'object' && named((entry as { name?: unknown }).name)) add((entry as { args?: unknown }).args, 'extensions.directives');
+      if (entry === null || typeof entry !== 'object' || !named((entry as { name?: unknown }).name)) continue;
+      // An entry is { name, args }: arguments under another key would be read as none.
+      const other = Object.keys(entry).find((key) => key !== 'name' && key !== 'args');
+      if (other !== undefined) throw new Error(`an extensions.directives entry holds "${other}", which is not name or args`);
+      add((entry as { args?: unknown }).args, 'extensions.directives');
     }
   } else if (directives !== null && typeof directives === 'object') {
     for (const key of Object.keys(directives)) {

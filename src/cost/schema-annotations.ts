@@ -28,7 +28,8 @@ export interface ElementAnnotations {
 export interface SchemaAnnotations {
   /** The annotations of a type, field, argument or input field (nothing for anything else). */
   of(element: object): ElementAnnotations;
-  /** The names the cost directives go by in this schema, for messages. */
+  /** The names the directives go by in this schema, for messages. */
+  readonly tokenBucketName: string;
   readonly costName: string;
   readonly listSizeName: string;
   /** Start-up warnings, one per kind of annotation that is not read, naming every element. */
@@ -189,6 +190,7 @@ export function readSchemaAnnotations(schema: GraphQLSchema): SchemaAnnotations 
 
   return {
     of: (element) => byElement.get(element) ?? NONE,
+    tokenBucketName: nameOf('tokenBucket'),
     costName: nameOf('cost'),
     listSizeName: nameOf('listSize'),
     warnings: Object.freeze(warnings),
@@ -248,7 +250,31 @@ function listSize(applications: readonly Application[], what: string): ListSizeR
     };
     rules.push({ value, form });
   }
-  return one(rules, (r) => JSON.stringify({ ...r.value, slicingArguments: sorted(r.value.slicingArguments), sizedFields: sorted(r.value.sizedFields) }), what, 'arguments')?.value ?? null;
+  return one(rules, (r) => listSizeKey(r.value), what, 'arguments')?.value ?? null;
+}
+
+/** Equal for two `@listSize`s that say the same thing (names in any order, each once). */
+export function listSizeKey(rule: ListSizeRule): string {
+  return JSON.stringify({ ...rule, slicingArguments: sorted(rule.slicingArguments), sizedFields: sorted(rule.sizedFields) });
+}
+
+/**
+ * What an element that says nothing itself takes from the interfaces it
+ * implements (`copies`, one per interface, null where one says nothing):
+ * the value those that say something agree on. Interfaces that differ are
+ * copies that differ, refused as copies in two forms are: no interface
+ * wins by the order the type names them in.
+ */
+export function inherited<T>(copies: readonly { coordinate: string; value: T | null }[], key: (value: T) => string, what: string, noun: string, element: string): T | null {
+  let first: { coordinate: string; value: T } | undefined;
+  for (const { coordinate, value } of copies) {
+    if (value === null) continue;
+    if (first === undefined) first = { coordinate, value };
+    else if (key(value) !== key(first.value)) {
+      throw new Error(`${what}: different ${noun} on the interfaces it implements, ${first.coordinate} (${key(first.value)}) and ${coordinate} (${key(value)}); give ${element} its own`);
+    }
+  }
+  return first === undefined ? null : first.value;
 }
 
 /** The one value several copies of an annotation give; refused when they differ. */

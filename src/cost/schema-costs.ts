@@ -27,7 +27,7 @@ import type {
   SelectionNode,
 } from 'graphql';
 import { NO_SLICING, inexactSlicingWarnings, sizedFieldsContext, slicingArgumentsOf } from './list-size-rules.js';
-import { readSchemaAnnotations } from './schema-annotations.js';
+import { inherited, listSizeKey, readSchemaAnnotations } from './schema-annotations.js';
 import type { ListSizeRule, SchemaAnnotations } from './schema-annotations.js';
 import { requiredSelectionCosts } from './required-selections.js';
 import type { RequiredSelections } from './required-selections.js';
@@ -215,6 +215,12 @@ interface MutableCompositeCost extends CompositeCost {
 
 const NO_RULES: readonly BucketRule[] = Object.freeze([]);
 
+/** An element annotations are read from, and its coordinate for messages. */
+interface Source<T> {
+  readonly element: T;
+  readonly coordinate: string;
+}
+
 const ENTITIES_SLICING: readonly string[] = Object.freeze(['representations']);
 
 /**
@@ -349,11 +355,11 @@ class Compiler {
 
   private fieldCost(owner: GraphQLObjectType | null, field: GraphQLField<unknown, unknown>): FieldCost {
     const coordinate = owner === null ? field.name : `${owner.name}.${field.name}`;
-    const interfaceFields: GraphQLField<unknown, unknown>[] = [];
+    const interfaceFields: Source<GraphQLField<unknown, unknown>>[] = [];
     if (owner !== null) {
       for (const iface of owner.getInterfaces()) {
         const inherited = iface.getFields()[field.name];
-        if (inherited !== undefined) interfaceFields.push(inherited);
+        if (inherited !== undefined) interfaceFields.push({ element: inherited, coordinate: `${iface.name}.${field.name}` });
       }
     }
     const type = getNamedType(field.type);
@@ -361,13 +367,15 @@ class Compiler {
 
     // @cost and @listSize written on an interface field are meant for every
     // implementation that does not say otherwise.
-    let weight = this.readWeight(field);
-    let listSize = this.readListSize(field);
-    for (const inherited of interfaceFields) {
-      weight ??= this.readWeight(inherited);
-      listSize ??= this.readListSize(inherited);
-    }
-    weight ??= this.typeWeight(type) ?? (isCompositeType(type) ? 1 : 0);
+    const { costName, listSizeName } = this.annotated;
+    const weight =
+      this.readWeight(field) ??
+      inherited(interfaceFields.map((s) => ({ coordinate: s.coordinate, value: this.readWeight(s.element) })), String, `@${costName} on ${coordinate}`, 'weights', coordinate) ??
+      this.typeWeight(type) ??
+      (isCompositeType(type) ? 1 : 0);
+    const listSize =
+      this.readListSize(field) ??
+      inherited(interfaceFields.map((s) => ({ coordinate: s.coordinate, value: this.readListSize(s.element) })), listSizeKey, `@${listSizeName} on ${coordinate}`, 'arguments', coordinate);
 
     const assumedSize = listSize?.assumedSize ?? (owner !== null && isIntrospectionType(owner) ? this.introspectionSize(owner, field) : null);
     // Every inner level of a list of lists multiplies too: by the size it is assumed to have.
@@ -393,8 +401,8 @@ class Compiler {
       slicing,
       assumedSize,
       sized,
-      rules: owner === null ? NO_RULES : this.rules(owner, [field, ...interfaceFields]),
-      arguments: this.argumentCosts(field, interfaceFields),
+      rules: owner === null ? NO_RULES : this.rules(owner, { element: field, coordinate }, interfaceFields),
+      arguments: this.argumentCosts(field, coordinate, interfaceFields),
       graphs: this.extras.graphs?.get(coordinate) ?? 0n,
       requiredGraphs: this.requiredGraphs(owner, coordinate),
     };
@@ -545,7 +553,7 @@ class Compiler {
       slicing: NO_SLICING,
       assumedSize: null,
       sized: null,
-      rules: this.rules(owner, []),
+      rules: this.rules(owner, null, []),
       arguments: null,
       graphs: 0n,
       requiredGraphs: null,
@@ -553,23 +561,44 @@ class Compiler {
   }
 
   /**
-   * Field-level first (the field's own, then its interfaces' same field),
-   * then the type-level directives of the type and of every interface it
-   * implements: the first rule for a bucket wins.
+   * Four levels, the first to name a bucket giving its rule: the field's
+   * own, its interfaces' same field, the type's own, the type's interfaces.
+   * The interfaces of one level that name a bucket must give it one cost:
+   * one implementation annotated twice differently is refused, whichever
+   * interface it names first.
    */
-  private rules(owner: GraphQLObjectType, fields: readonly GraphQLField<unknown, unknown>[]): readonly BucketRule[] {
-    const sources: object[] = [...fields, owner, ...owner.getInterfaces()];
+  private rules(owner: GraphQLObjectType, field: Source<object> | null, interfaceFields: readonly Source<object>[]): readonly BucketRule[] {
+    const levels: { sources: readonly Source<object>[]; element: string }[] = [
+      { sources: field === null ? [] : [field], element: field?.coordinate ?? owner.name },
+      { sources: interfaceFields, element: field?.coordinate ?? owner.name },
+      { sources: [{ element: owner, coordinate: owner.name }], element: owner.name },
+      { sources: owner.getInterfaces().map((i) => ({ element: i, coordinate: i.name })), element: owner.name },
+    ];
     const rules = new Map<number, BucketRule>();
-    for (const source of sources) {
-      for (const rule of this.bucketsOf.get(source) ?? NO_RULES) {
-        if (!rules.has(rule.bucket)) rules.set(rule.bucket, rule);
+    for (const { sources, element } of levels) {
+      const level = new Map<number, { rule: BucketRule; coordinate: string }>();
+      for (const { element: source, coordinate } of sources) {
+        for (const rule of this.bucketsOf.get(source) ?? NO_RULES) {
+          if (rules.has(rule.bucket)) continue;
+          const other = level.get(rule.bucket);
+          if (other === undefined) level.set(rule.bucket, { rule, coordinate });
+          else if (other.rule.cost !== rule.cost) {
+            const bucket = [...this.bucketIndex.keys()][rule.bucket] ?? '';
+            const cost = (r: BucketRule): string => (r.cost === null ? 'its complexity' : String(r.cost));
+            throw new Error(
+              `@${this.annotated.tokenBucketName} on ${element}: bucket "${bucket}" has different costs on the interfaces it implements, ` +
+                `${other.coordinate} (${cost(other.rule)}) and ${coordinate} (${cost(rule)}); give ${element} its own @${this.annotated.tokenBucketName}(name: "${bucket}")`,
+            );
+          }
+        }
       }
+      for (const [bucket, { rule }] of level) rules.set(bucket, rule);
     }
     return rules.size === 0 ? NO_RULES : Object.freeze([...rules.values()]);
   }
 
   private typeRules(type: GraphQLCompositeType): readonly BucketRule[] {
-    if (isObjectType(type)) return this.rules(type, []);
+    if (isObjectType(type)) return this.rules(type, null, []);
     return this.bucketsOf.get(type) ?? NO_RULES;
   }
 
@@ -622,14 +651,16 @@ class Compiler {
     return this.annotated.of(node).listSize;
   }
 
-  private argumentCosts(field: GraphQLField<unknown, unknown>, interfaceFields: readonly GraphQLField<unknown, unknown>[]): readonly ArgumentCost[] | null {
+  private argumentCosts(field: GraphQLField<unknown, unknown>, coordinate: string, interfaceFields: readonly Source<GraphQLField<unknown, unknown>>[]): readonly ArgumentCost[] | null {
     const costs: ArgumentCost[] = [];
     for (const argument of field.args) {
-      let cost = this.readWeight(argument);
-      for (const inherited of interfaceFields) {
-        const same = inherited.args.find((a) => a.name === argument.name);
-        if (same !== undefined) cost ??= this.readWeight(same);
+      const copies: { coordinate: string; value: number | null }[] = [];
+      for (const { element, coordinate: at } of interfaceFields) {
+        const same = element.args.find((a) => a.name === argument.name);
+        if (same !== undefined) copies.push({ coordinate: `${at}(${argument.name}:)`, value: this.readWeight(same) });
       }
+      const at = `${coordinate}(${argument.name}:)`;
+      const cost = this.readWeight(argument) ?? inherited(copies, String, `@${this.annotated.costName} on ${at}`, 'weights', at);
       const input = this.inputCost(argument.type);
       if (cost !== null || mayCost(input)) costs.push({ name: argument.name, cost, input });
     }
