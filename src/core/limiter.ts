@@ -226,6 +226,12 @@ export class Limiter<TContext> {
     }
   }
 
+  /** The schema coordinates of every bucket rule (`@tokenBucket` or `rules`) of an accepted schema's model; empty for another. */
+  ruleCoordinates(schema: GraphQLSchema): string[] {
+    const model = this.models.get(schema);
+    return model instanceof CostModel ? model.annotations.map((annotation) => annotation.coordinate) : [];
+  }
+
   /**
    * A gateway's schema in which nothing names a bucket (no `@tokenBucket`
    * came through composition, no `rules`): every operation would run free,

@@ -1,5 +1,5 @@
-import { getNamedType, isInterfaceType, isObjectType, isUnionType } from 'graphql';
-import type { GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLSchema } from 'graphql';
+import { getNamedType, getNullableType, isInterfaceType, isListType, isObjectType, isUnionType } from 'graphql';
+import type { GraphQLField, GraphQLInterfaceType, GraphQLNamedType, GraphQLObjectType, GraphQLSchema } from 'graphql';
 import { directiveApplications, directiveNames } from '../cost/cost-directives.js';
 import type { Annotated } from '../cost/cost-directives.js';
 
@@ -10,10 +10,25 @@ import type { Annotated } from '../cost/cost-directives.js';
  * when the schema has no subscription root or no subscription is ever priced.
  */
 export function subscriptionAnnotations(schema: GraphQLSchema): string[] {
-  const root = schema.getSubscriptionType();
-  if (!root) return [];
-  const found: string[] = [];
   const names = directiveNames(schema).read.tokenBucket;
+  const found: string[] = [];
+  forEachSubscriptionElement(schema, (type, field) => {
+    if (field === undefined ? annotated(schema, type, names) : annotated(schema, field, names)) found.push(field === undefined ? type.name : `${type.name}.${field.name}`);
+  });
+  return found;
+}
+
+/**
+ * Calls `each` with every object and interface type a subscription can reach
+ * (the subscription root first, through unions, interfaces and their
+ * implementations), then with each of its fields.
+ */
+function forEachSubscriptionElement(
+  schema: GraphQLSchema,
+  each: (type: GraphQLObjectType | GraphQLInterfaceType, field?: GraphQLField<unknown, unknown>) => void,
+): void {
+  const root = schema.getSubscriptionType();
+  if (!root) return;
   const seen = new Set<GraphQLNamedType>();
   const queue: GraphQLNamedType[] = [root];
   const visit = (type: GraphQLNamedType): void => {
@@ -28,15 +43,44 @@ export function subscriptionAnnotations(schema: GraphQLSchema): string[] {
       continue;
     }
     if (!isObjectType(type) && !isInterfaceType(type)) continue;
-    if (annotated(schema, type, names)) found.push(type.name);
+    each(type);
     for (const field of Object.values(type.getFields())) {
-      if (annotated(schema, field, names)) found.push(`${type.name}.${field.name}`);
+      each(type, field);
       visit(getNamedType(field.type));
     }
-    (type as GraphQLObjectType | GraphQLInterfaceType).getInterfaces().forEach(visit);
+    type.getInterfaces().forEach(visit);
     if (isInterfaceType(type)) schema.getPossibleTypes(type).forEach(visit);
   }
-  return found;
+}
+
+/**
+ * What a subscription's events carry that is priced by size but, with
+ * `chargeEachEvent` off, charged only once, when the subscription starts:
+ * the list fields a subscription reaches (its root fields included), when a
+ * bucket rule (`@tokenBucket` or `rules`, as `coordinates`) is among the
+ * types and fields it reaches. Empty when events carry no list or nothing a
+ * subscription reaches is charged.
+ */
+export function unchargedEventLists(schema: GraphQLSchema, coordinates: readonly string[]): string[] {
+  const reached = new Set<string>();
+  const lists: string[] = [];
+  forEachSubscriptionElement(schema, (type, field) => {
+    const coordinate = field === undefined ? type.name : `${type.name}.${field.name}`;
+    reached.add(coordinate);
+    if (field !== undefined && isListType(getNullableType(field.type))) lists.push(coordinate);
+  });
+  return coordinates.some((coordinate) => reached.has(coordinate)) ? lists : [];
+}
+
+/** The start-up warning of an adapter (`owner`) that does not charge each event, when `unchargedEventLists` finds any. */
+export function warnOfUnchargedEvents(schema: GraphQLSchema, coordinates: readonly string[], logger: { warn(message: string): void }, owner: string): void {
+  const lists = unchargedEventLists(schema, coordinates);
+  if (lists.length === 0) return;
+  const where = lists.length > 3 ? `${lists.slice(0, 3).join(', ')} and ${lists.length - 3} more` : lists.join(', ');
+  logger.warn(
+    `graphql-token-bucket: ${owner} charges a subscription once, when it starts (chargeEachEvent is false), but its events carry lists (${where}) ` +
+      'whose size the schema prices: the work of each event is not charged. Set chargeEachEvent: true to charge every event as it is sent.',
+  );
 }
 
 /** Whether `node` has a `@tokenBucket` under one of `names`, in any form the cost model reads (one it cannot read fails the model's start-up first). */

@@ -20,6 +20,7 @@ import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { refundUnused } from '../core/refunds.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
+import { warnOfUnchargedEvents } from '../core/subscriptions.js';
 import { USE_TOKEN_BUCKET_OPTIONS } from './options.js';
 import type { UseTokenBucketOptions } from './options.js';
 
@@ -238,6 +239,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
           limiter.refuse(schema, error, logger, source);
         }
       }
+      if (!eachEvent) warnOfUnchargedEvents(schema, limiter.ruleCoordinates(schema), logger, owner);
       loaded = true;
     },
 

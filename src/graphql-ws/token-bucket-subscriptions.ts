@@ -10,7 +10,7 @@ import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
 import { refundUnused } from '../core/refunds.js';
-import { markSubscriptionsLimited, markSubscriptionsLimitedLazily } from '../core/subscriptions.js';
+import { markSubscriptionsLimited, markSubscriptionsLimitedLazily, warnOfUnchargedEvents } from '../core/subscriptions.js';
 import { TOKEN_BUCKET_SUBSCRIPTIONS_OPTIONS } from './options.js';
 import type { SchemaFunction, TokenBucketSubscriptionsOptions } from './options.js';
 
@@ -65,6 +65,7 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
   let schemaOf: (ctx: Context<P, E>, id: string, payload: SubscribePayload) => Promise<GraphQLSchema>;
   if (isSchema(given)) {
     limiter.load(given, undefined, logger);
+    if (!eachEvent) warnOfUnchargedEvents(given, limiter.ruleCoordinates(given), logger, owner);
     markSubscriptionsLimited(given);
     schemaOf = () => Promise.resolve(given);
   } else {
@@ -80,6 +81,7 @@ export function tokenBucketSubscriptions<P extends ConnectionInitMessage['payloa
         met.add(schema);
         try {
           limiter.modelFor(schema, logger);
+          if (!eachEvent) warnOfUnchargedEvents(schema, limiter.ruleCoordinates(schema), logger, owner);
         } catch (error) {
           limiter.refuse(schema, error, logger);
         }
