@@ -145,6 +145,24 @@ describe('mercuriusTokenBucket over the WebSocket', () => {
     expect(runs).toEqual([]);
   });
 
+  it.each([
+    ['an enforced bucket', [], { results: [], errors: ['RATE_LIMITER_UNAVAILABLE'] }],
+    ['only measured buckets', ['live'], { results: 2, errors: [] }],
+  ] as const)('a failing store under onStoreError deny, a subscription priced by %s', async (_what, measure, expected) => {
+    const failing = stillStore();
+    failing.inner.acquireAll = () => Promise.reject(new Error('ECONNREFUSED 10.0.0.8:6379'));
+    failing.inner.acquire = () => Promise.reject(new Error('ECONNREFUSED 10.0.0.8:6379'));
+    const logger = captureLogger();
+    const server = await listening(failing, { limits: limits(failing, { logger, onStoreError: 'deny', measure: [...measure] }) });
+    const client = server.socket({ user: freshUser() });
+    const outcome = await run(client, { ...TICKS, variables: { n: 1 } });
+    expect({ results: expected.results === 2 ? outcome.results.length : outcome.results, errors: (outcome.errors ?? []).map((e) => e.extensions?.['code']) }).toEqual(expected);
+    expect(JSON.stringify(outcome)).not.toContain('10.0.0.8');
+    expect(logger.warnings).toEqual([expect.stringMatching(/^graphql-token-bucket: store failed, (denying|allowing) the operation/)]);
+    // The socket lives on.
+    expect(await run(client, { query: 'subscription { other }' })).toEqual({ results: [], completed: true });
+  });
+
   it('charges each event with chargeEachEvent, and ends the subscription with RATE_LIMITED when one is denied', async () => {
     const store = stillStore();
     const server = await listening(store, { limits: limits(store, { chargeEachEvent: true }) });
