@@ -156,6 +156,8 @@ export class UnannotatedResolver {
 
 export interface NestAppOptions {
   store: BucketStore;
+  /** More providers: `@Plugin()` classes Nest adds to Apollo Server's plugins, after the driver's `plugins`. */
+  providers?: (new (...args: never[]) => unknown)[];
   /** `code-first` (default), `schema-first`, or `rules` (code-first, no directive). */
   form?: 'code-first' | 'schema-first' | 'rules';
   /** Serve subscriptions over graphql-ws, limited by tokenBucketSubscriptions. */
@@ -215,7 +217,7 @@ export async function startNestApp(options: NestAppOptions): Promise<NestApp> {
           : {}),
       }),
     ],
-    providers: form === 'schema-first' ? [SchemaFirstResolver] : form === 'rules' ? [UnannotatedResolver] : [BooksResolver, UserGuard],
+    providers: [...(form === 'schema-first' ? [SchemaFirstResolver] : form === 'rules' ? [UnannotatedResolver] : [BooksResolver, UserGuard]), ...(options.providers ?? [])],
   })
   class AppModule implements NestModule {
     configure(consumer: MiddlewareConsumer): void {

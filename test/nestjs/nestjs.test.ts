@@ -4,6 +4,8 @@
 // and `rules` — answers a denied operation 429 with Retry-After, takes the
 // identity from the context factory (middleware ran before it; a guard has
 // not), and limits subscriptions over graphql-ws with the schema Nest built.
+import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
+import { Plugin } from '@nestjs/apollo';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/index.js';
 import { disposeClients, postJson, run, socketClient } from '../support/adapters.js';
@@ -74,6 +76,45 @@ describe('a size a pipe fills in', () => {
     for (const query of ['{ shelf { id } }', '{ shelf(first: null) { id } }', '{ shelf(first: 2) { id } }']) expect((await post(url, query, user)).status).toBe(200);
     expect(runs).toEqual(['shelf:30', 'shelf:30', 'shelf:2']);
     expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:30'], ['api:30'], ['api:2']]);
+  });
+});
+
+/** A "page size normaliser" as a Nest `@Plugin()`: Nest adds it after the driver's plugins, so after the limiter. */
+@Plugin()
+class RaisesInPlace implements ApolloServerPlugin {
+  async requestDidStart(): Promise<GraphQLRequestListener<object>> {
+    return {
+      async didResolveOperation({ request }) {
+        if (request.variables) request.variables['n'] = 30;
+      },
+    };
+  }
+}
+
+@Plugin()
+class ReplacesTheVariables implements ApolloServerPlugin {
+  async requestDidStart(): Promise<GraphQLRequestListener<object>> {
+    return {
+      async executionDidStart({ request }) {
+        request.variables = { n: 30 };
+      },
+    };
+  }
+}
+
+describe('a @Plugin() after the limiter', () => {
+  it.each([
+    ['raises a size in place', RaisesInPlace],
+    ['replaces the variables', ReplacesTheVariables],
+  ])('that %s runs no more than was charged, and shows no internal message', async (_what, plugin) => {
+    const { url, store } = await start({ providers: [plugin] });
+    const answer = await postJson<ResponseBody>(url, { query: 'query($n: Int) { books(first: $n) { id } }', variables: { n: 2 } }, { 'x-user-id': 'paged' });
+    const charged = store.calls.flat().reduce((sum, r) => sum + r.cost, 0);
+    expect(charged).toBe(2);
+    const ran = runs.map((r) => Number(r.split(':')[1])).reduce((sum, n) => sum + n, 0);
+    expect(ran).toBeLessThanOrEqual(charged);
+    expect((answer.body.data as { books?: unknown[] } | null | undefined)?.books?.length ?? 0).toBeLessThanOrEqual(2);
+    if (answer.status !== 200) expect(answer.body.errors?.map((e) => e.message)).toEqual([expect.stringMatching(/^(Internal server error|Cannot assign to read only property 'n' of object '#<Object>')$/)]);
   });
 });
 
