@@ -101,3 +101,29 @@ describe('entries of the array form', () => {
     }
   });
 });
+
+describe('declarations of these names with other arguments', () => {
+  const TB = 'directive @tokenBucket(name: String!, cost: Int) repeatable on FIELD_DEFINITION | OBJECT | INTERFACE';
+
+  it('another @listSize the schema declares (none of assumedSize, slicingArguments, sizedFields) is named in a warning, not read as one without arguments', async () => {
+    const sdl = `${TB}
+      directive @listSize(max: Int) on FIELD_DEFINITION
+      type R { id: ID } type Query @tokenBucket(name: "api") { rows: [R] @listSize(max: 5000) }`;
+    // Before: charged 10 (read as @listSize with no arguments), no warning.
+    const { warnings } = await charged(sdl, '{ rows { id } }');
+    expect(warnings).toEqual([expect.stringContaining('@listSize on Query.rows is not read: the schema declares another @listSize, which this package does not read')]);
+  });
+
+  it("an argument of a declared @cost or @listSize that the package does not read (graphql-cost-analysis's multipliers) fails the start, naming it", async () => {
+    for (const [declaration, field, argument] of [
+      ['directive @cost(weight: String!, multipliers: [String]) on FIELD_DEFINITION', 'rows(first: Int): [R] @cost(weight: "1", multipliers: ["first"])', 'multipliers'],
+      ['directive @listSize(assumedSize: Int, max: Int) on FIELD_DEFINITION', 'rows: [R] @listSize(assumedSize: 1, max: 5000)', 'max'],
+    ] as const) {
+      const sdl = `${TB}\n${declaration}\ntype R { id: ID } type Query @tokenBucket(name: "api") { ${field} }`;
+      // Before: started; the argument was left unread.
+      await expect(serveLimited('Apollo Server', sdl, {}, { store: new MemoryStore(), buckets: [api] })).rejects.toThrow(
+        new RegExp(`^@${declaration.slice(11, declaration.indexOf('('))} on Query\\.rows: unknown argument "${argument}" \\(astNode\\); the directive takes `),
+      );
+    }
+  });
+});

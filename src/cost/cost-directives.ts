@@ -80,11 +80,13 @@ export function directiveNames(schema: GraphQLSchema): DirectiveNames {
     read: {
       tokenBucket: namesOf('tokenBucket', linkedTokenBucket(links), takes('name')),
       cost: namesOf('cost', cost?.cost ?? null, takes('weight')),
-      listSize: namesOf('listSize', cost?.listSize ?? null, () => true),
+      listSize: namesOf('listSize', cost?.listSize ?? null, (definition) => LIST_SIZE_ARGS.some((arg) => takes(arg)(definition))),
     },
     unread,
   };
 }
+
+const LIST_SIZE_ARGS = ['assumedSize', 'slicingArguments', 'sizedFields'];
 
 const OWN_SDL: Readonly<Record<DirectiveRole, string>> = {
   tokenBucket: '@tokenBucket(name: String!, cost: Int) (tokenBucketDirectiveTypeDefs)',
@@ -201,7 +203,10 @@ const OWN: Readonly<Record<DirectiveRole, GraphQLDirective>> = {
 export function directiveApplications(schema: GraphQLSchema, element: Annotated, name: string, role: DirectiveRole | null): Application[] {
   const found: Application[] = [];
   const definition = schema.getDirective(name) ?? (role === null ? null : OWN[role]);
-  const known = definition === null ? null : new Set(definition.args.map((a) => a.name));
+  // What the schema's declaration takes and this package reads: an argument
+  // it reads not (graphql-cost-analysis's `multipliers`) would change nothing.
+  const own = role === null ? null : new Set(OWN[role].args.map((a) => a.name));
+  const known = definition === null ? null : new Set(definition.args.map((a) => a.name).filter((a) => own === null || own.has(a)));
   const checkNames = (args: Iterable<string>, form: string): void => {
     if (known === null) return;
     for (const arg of args) {

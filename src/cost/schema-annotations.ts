@@ -177,7 +177,8 @@ export function readSchemaAnnotations(schema: GraphQLSchema): SchemaAnnotations 
   if (complexityFunctions.length > 0) {
     warnings.push(
       `graphql-token-bucket: extensions.complexity is a function on ${named(complexityFunctions)}; a function cannot be priced before the operation runs, so it is not read: ` +
-        'these fields weigh their @cost, else 1 for an object and 0 for a scalar. Give each a complexity number or @cost(weight:)',
+        'these fields weigh their @cost, else 1 for an object and 0 for a scalar, and a list the size its slicing arguments give (first, last), else its assumed size. ' +
+          'Give each a complexity number or @cost(weight:), and a list the argument that sizes it with @listSize(slicingArguments:)',
     );
   }
   if (complexityElsewhere.length > 0) {
