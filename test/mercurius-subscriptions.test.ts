@@ -154,13 +154,28 @@ describe('mercuriusTokenBucket over the WebSocket', () => {
     failing.inner.acquire = () => Promise.reject(new Error('ECONNREFUSED 10.0.0.8:6379'));
     const logger = captureLogger();
     const server = await listening(failing, { limits: limits(failing, { logger, onStoreError: 'deny', measure: [...measure] }) });
+    // What start-up said (the events' lists not charged) aside.
+    const startUp = logger.warnings.length;
     const client = server.socket({ user: freshUser() });
     const outcome = await run(client, { ...TICKS, variables: { n: 1 } });
     expect({ results: expected.results === 2 ? outcome.results.length : outcome.results, errors: (outcome.errors ?? []).map((e) => e.extensions?.['code']) }).toEqual(expected);
     expect(JSON.stringify(outcome)).not.toContain('10.0.0.8');
-    expect(logger.warnings).toEqual([expect.stringMatching(/^graphql-token-bucket: store failed, (denying|allowing) the operation/)]);
+    expect(logger.warnings.slice(startUp)).toEqual([expect.stringMatching(/^graphql-token-bucket: store failed, (denying|allowing) the operation/)]);
     // The socket lives on.
     expect(await run(client, { query: 'subscription { other }' })).toEqual({ results: [], completed: true });
+  });
+
+  it('says at start-up that the lists its subscriptions\' events carry are not charged, unless chargeEachEvent is on', async () => {
+    const store = stillStore();
+    const quiet = captureLogger();
+    servers.push(await serveMercurius({ schema, resolvers, limits: limits(store, { logger: quiet, chargeEachEvent: true }) }));
+    expect(quiet.warnings).toEqual([]);
+    const logger = captureLogger();
+    servers.push(await serveMercurius({ schema, resolvers, limits: limits(store, { logger }) }));
+    expect(logger.warnings).toEqual([
+      'graphql-token-bucket: mercuriusTokenBucket charges a subscription once, when it starts (chargeEachEvent is false), but its events carry lists (Subscription.ticks) ' +
+        'whose size the schema prices: the work of each event is not charged. Set chargeEachEvent: true to charge every event as it is sent.',
+    ]);
   });
 
   it('charges each event with chargeEachEvent, and ends the subscription with RATE_LIMITED when one is denied', async () => {

@@ -17,6 +17,7 @@ import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { refundUnused } from '../core/refunds.js';
+import { warnOfUnchargedEvents } from '../core/subscriptions.js';
 import { MERCURIUS_TOKEN_BUCKET_OPTIONS } from './options.js';
 import type { MercuriusTokenBucketOptions } from './options.js';
 import { MercuriusRefusal } from './refusal.js';
@@ -205,6 +206,7 @@ export const mercuriusTokenBucket: MercuriusTokenBucketPlugin = async function m
     limiter.load(graphql.schema, undefined, logger);
     // The schema served from now on, with what plugins registered after the limiter extended or replaced: its faults fail the start.
     limiter.load(graphql.schema, undefined, logger);
+    if (!eachEvent) warnOfUnchargedEvents(graphql.schema, limiter.ruleCoordinates(graphql.schema), logger, owner);
     graphql.addHook('preExecution', preExecution as never);
     graphql.addHook('onResolution', onResolution as never);
     graphql.addHook('preSubscriptionExecution', subscriptions.preSubscriptionExecution as never);
