@@ -36,7 +36,7 @@ export interface RequestContext {
   user: string | undefined;
 }
 
-const books = Array.from({ length: 30 }, (_, i) => ({ id: String(i + 1), title: `Book ${i + 1}` }));
+const books = Array.from({ length: 30 }, (_, i) => ({ id: String(i + 1), title: `Book ${i + 1}`, pages: 100 + i }));
 
 @ObjectType()
 export class Book {
@@ -45,6 +45,10 @@ export class Book {
 
   @Field()
   title!: string;
+
+  /** graphql-query-complexity's convention, which Nest writes into the field's extensions: its weight. */
+  @Field(() => Int, { complexity: 3 })
+  pages!: number;
 }
 
 /** Middleware: runs before Apollo Server, so req.user is set when identify runs. */

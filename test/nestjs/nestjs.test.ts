@@ -67,6 +67,14 @@ describe('a NestJS application, code-first, with IBM cost weights', () => {
     expect((await post(url, '{ report }', { 'x-user-id': 'weights' })).body).toEqual({ data: { report: 7 } });
     expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:7']]);
   });
+
+  it("charges @Field's complexity option as the field's weight", async () => {
+    const { url, store } = await start();
+    const answer = await post(url, '{ shelf(first: 4) { pages } }', { 'x-user-id': 'weights' });
+    expect(answer.body).toEqual({ data: { shelf: [{ pages: 100 }, { pages: 101 }, { pages: 102 }, { pages: 103 }] } });
+    // 4 × (Book 1 + pages 3); without the complexity, 4 × 1
+    expect(store.calls.map((call) => call.map((r) => `${r.bucket.name}:${r.cost}`))).toEqual([['api:16']]);
+  });
 });
 
 describe('a size a pipe fills in', () => {
