@@ -172,6 +172,23 @@ describe('what Mercurius executes is what was priced', () => {
     expect(runs).toEqual(['items:300']);
   });
 
+  it('a hook whose unawaited work changes the variables after the limiter priced them changes nothing that runs', async () => {
+    const store = stillStore();
+    // A normaliser that finishes in the background: here, exactly while the store answers.
+    let late: (() => void) | undefined;
+    const acquireAll = store.inner.acquireAll.bind(store.inner);
+    store.inner.acquireAll = (...args) => (late?.(), acquireAll(...args));
+    const server = await serve(store, {
+      after: (app) =>
+        app.graphql.addHook('preExecution', async (_schema, _document, _context, variables) => {
+          late = () => variables && (variables['n'] = 900);
+        }),
+    });
+    const answer = await server.post({ query: 'query($n: Int) { items(first: $n) { id } }', variables: { n: 2 } }, as(freshUser()));
+    expect(answer.body.extensions?.['rateLimit']).toMatchObject({ api: { cost: 2 } });
+    expect(runs).toEqual(['items:2']);
+  });
+
   it('with graphql-jit on, the resolver gets the variables as graphql-js read them for the price', async () => {
     // graphql-jit reads an input field set from a variable that was not sent
     // as null (here: "everything"), where graphql-js takes the field's

@@ -12,6 +12,7 @@ import type { BucketCheck, DryRun } from '../core/dry-run.js';
 import { operationFault, rateLimitedError, unavailableError } from '../core/errors.js';
 import { chargeEachEventOption } from '../core/events.js';
 import { executedOperation, unidentifiedOperationError } from '../core/executed-operation.js';
+import { frozenVariables } from '../core/held-operation.js';
 import { Limiter } from '../core/limiter.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
@@ -23,11 +24,14 @@ import type { MercuriusTokenBucketOptions } from './options.js';
 import { MercuriusRefusal } from './refusal.js';
 import { SubscriptionLimiter } from './subscriptions.js';
 
-// The limiter prices exactly what Mercurius hands its executor: it is the
-// last preExecution hook of every operation (added when the server is
-// ready, after every plugin's; one added later sends it to the end of that
-// operation's hooks), and the executor gets the priced document narrowed
-// to the priced operation, so no operation name can run another.
+// Invariant: Mercurius' executor runs the document the limiter priced,
+// narrowed to the priced operation, with a frozen copy of the variables it
+// priced. The limiter is the last preExecution hook of every operation
+// (added when the server is ready, after every plugin's; one added later
+// sends it to the end of that operation's hooks), so every hook's change is
+// priced; the copy it hands over keeps a change made after it (a hook's
+// unawaited work finishing while the store answers) from reaching the
+// executor, and no operation name can run another.
 
 /** The Fastify plugin `mercuriusTokenBucket` is, with its options. */
 export type MercuriusTokenBucketPlugin = FastifyPluginAsync<MercuriusTokenBucketOptions>;
@@ -50,7 +54,7 @@ type PreExecutionHook = (
   document: DocumentNode,
   context: OperationContext,
   variables: Record<string, unknown> | undefined,
-) => Promise<{ document: DocumentNode } | void>;
+) => Promise<{ document?: DocumentNode; variables?: Record<string, unknown> | undefined } | void>;
 
 /** What the preExecution hook leaves for onResolution about one operation it let run. */
 type Admitted =
@@ -126,7 +130,9 @@ export const mercuriusTokenBucket: MercuriusTokenBucketPlugin = async function m
           : unidentifiedOperationError(document, name);
       refuse(context, error, 400);
     }
-    const input: OperationInput<MercuriusContext> = { schema, document, operation, variables, context: context as MercuriusContext, logger };
+    // What the executor gets: the variables as priced, whatever changes the object Mercurius holds afterwards.
+    const held = frozenVariables(variables);
+    const input: OperationInput<MercuriusContext> = { schema, document, operation, variables: held, context: context as MercuriusContext, logger };
     let decision: Decision | undefined;
     let dry: DryRun | undefined;
     try {
@@ -162,8 +168,9 @@ export const mercuriusTokenBucket: MercuriusTokenBucketPlugin = async function m
     // graphql-js runs what was priced, with the variables as the pricer read them: a document
     // handed over in a hook keeps Mercurius from running its graphql-jit compilation instead.
     const several = document.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d !== operation);
-    if (decision.kind === 'free' && !several) return;
-    return { document: several ? narrowed(document, operation) : document };
+    // An operation that costs nothing keeps its graphql-jit compilation, if any: the variables alone are handed over.
+    if (decision.kind === 'free' && !several) return { variables: held };
+    return { document: several ? narrowed(document, operation) : document, variables: held };
   };
 
   const preExecution: PreExecutionHook = async (schema, document, context, variables) => {
