@@ -1,6 +1,7 @@
 // Slicing arguments at start-up: a path that passes through a list is
 // refused (a list's elements do not give one size), and one whose value is
-// not an Int is named in a warning, once, through the server's logger.
+// not an Int is named in a warning, once, through the server's logger; and
+// requireOneSlicingArgument, which never lets a client choose the smaller.
 import { ApolloServer } from '@apollo/server';
 import { buildSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
@@ -131,6 +132,34 @@ describe('a slicing argument that is not an Int', () => {
       expect(logger.warnings).toEqual([expect.stringContaining('slicing arguments that are not Int: Query.byString(first: String)')]);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('requireOneSlicingArgument', () => {
+  it('never lets two slicing arguments charge the smaller, nor none charge less than the assumed size (through Apollo Server)', async () => {
+    const server = await serveLimited(
+      'Apollo Server',
+      `${DIRECTIVES}
+        type R { id: ID }
+        type Query @tokenBucket(name: "api") {
+          rows(first: Int, last: Int): [R] @listSize(slicingArguments: ["first", "last"], requireOneSlicingArgument: true, assumedSize: 7)
+        }`,
+      { Query: { rows: (_: unknown, { first, last }: { first?: number; last?: number }) => Array.from({ length: Math.max(first ?? 0, last ?? 0, first === undefined && last === undefined ? 7 : 0) }, (_x, i) => ({ id: i })) } },
+      { store: new MemoryStore(), buckets: [new TokenBucket('api', 10_000, Rate.perSecond(1))], reportCost: true },
+    );
+    try {
+      for (const [query, rows] of [
+        ['{ rows(first: 1, last: 500) { id } }', 500],
+        ['{ rows(last: 3, first: 40) { id } }', 40],
+        ['{ rows { id } }', 7],
+      ] as const) {
+        const answer = await server.post({ query });
+        expect((answer.body.data as { rows: unknown[] }).rows).toHaveLength(rows);
+        expect((answer.body.extensions?.['rateLimit'] as { api: { cost: number } }).api.cost, query).toBe(rows);
+      }
+    } finally {
+      await server.stop();
     }
   });
 });
