@@ -258,3 +258,24 @@ describe('graphql-ws, code around onSubscribe or in the context factory', () => 
     expect(sockets.work.units - before).toBeLessThanOrEqual(charged);
   });
 });
+
+describe('a page-size normaliser listed before the limiter, as the manual says to list it', () => {
+  // Raises $n from 2 to 200 in place, before the limiter prices: what runs (200 products) is charged.
+  const raise = (variables: unknown): void => void ((variables as Record<string, number>)['n'] = 200);
+  const apollo: ApolloServerPlugin<BaseContext> = { requestDidStart: async () => ({ didResolveOperation: async ({ request }) => raise(request.variables) }) };
+  const envelop: EnvelopPlugin = { onExecute: ({ args }) => raise(args.variableValues) };
+
+  it.each(HTTP_SERVERS)('%s charges what its change makes run', async (kind) => {
+    const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
+    const server = await startServer(kind, shared.graphs, { limits: { store, buckets: [api] }, before: { apollo: [apollo], envelop: [envelop] } });
+    stops.push(() => server.stop());
+    const user = fresh();
+    const before = server.work.units;
+    const answer = await server.post(PAGE, user);
+    expect(answer.status).toBe(200);
+    expect((answer.body.data as { products: unknown[] }).products).toHaveLength(200);
+    const charged = 100_000 - (await tokensLeft(store, api, user));
+    expect(server.work.units - before).toBeLessThanOrEqual(charged);
+    expect(charged).toBeGreaterThanOrEqual(200);
+  });
+});

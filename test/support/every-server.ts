@@ -92,6 +92,8 @@ export interface ServerSetup {
   apolloPlugins?: ApolloServerPlugin<BaseContext>[];
   /** GraphQL Yoga and Hive Gateway: plugins after the limiter. */
   envelopPlugins?: EnvelopPlugin[];
+  /** Plugins listed before the limiter, on the servers of each kind. */
+  before?: { apollo?: ApolloServerPlugin<BaseContext>[]; envelop?: EnvelopPlugin[] };
   /** Apollo Server's `includeStacktraceInErrorResponses` (its default outside production is true). Default false. */
   stacktraces?: boolean;
 }
@@ -141,6 +143,7 @@ export async function startServer(kind: HttpServerKind, graphs: Graphs, setup: S
       allowBatchedHttpRequests: true,
       includeStacktraceInErrorResponses: setup.stacktraces ?? false,
       plugins: [
+        ...(setup.before?.apollo ?? []),
         tokenBucketPlugin<BaseContext>({
           ...setup.limits,
           identify: ({ request }: GraphQLRequestContext<BaseContext>, bucket) => identify(request.http?.headers.get(USER) ?? 'nobody', bucket),
@@ -161,7 +164,7 @@ export async function startServer(kind: HttpServerKind, graphs: Graphs, setup: S
       schema: makeExecutableSchema({ typeDefs: localTypeDefs, resolvers: localResolvers(graphs) }),
       batching: true,
       logging: { debug: () => {}, info: () => {}, warn: logger.warn, error: logger.error },
-      plugins: [limiter, ...((setup.envelopPlugins ?? []) as never[])],
+      plugins: [...((setup.before?.envelop ?? []) as never[]), limiter, ...((setup.envelopPlugins ?? []) as never[])],
     });
     const served = await serveHandler(yoga);
     return http(served.url, graphs.local, served.stop);
@@ -170,7 +173,7 @@ export async function startServer(kind: HttpServerKind, graphs: Graphs, setup: S
     supergraph: graphs.subgraphs.compose(),
     batching: true,
     logging: false,
-    plugins: () => [limiter as never, ...((setup.envelopPlugins ?? []) as never[])],
+    plugins: () => [...((setup.before?.envelop ?? []) as never[]), limiter as never, ...((setup.envelopPlugins ?? []) as never[])],
   });
   const served = await serveHandler(hive);
   return http(served.url, graphs.subgraphs.work, async () => {
