@@ -43,7 +43,8 @@ const OWN_OPTIONS: Partial<RedisOptions> = { ...NEVER_RESEND, ...DEFAULT_REPLIES
  * that the client would not, and it is opened again should the client
  * reconnect. It does not carry what else a client changes on its own
  * connection at run time (`CLIENT SETNAME`, `CLIENT TRACKING`, an `AUTH` sent
- * by hand): it is opened from the client's options as they are when it opens.
+ * by hand): it is opened, and reconnects, from the client's options as they
+ * are then (credentials rotated in them included).
  */
 export class OwnConnection {
   #own: Redis | Cluster | undefined;
@@ -167,8 +168,12 @@ export class OwnConnection {
     own.once('end', () => {
       if (this.#own === own) this.#own = undefined;
     });
-    // a store made while its client waits to reconnect saw no 'reconnecting' of it
-    own.on('reconnecting', () => ownersOf.get(this.client)?.closeIfDisconnected());
+    own.on('reconnecting', () => {
+      // It reconnects as the client would now: credentials rotated in the client's options reach it too.
+      if (!isCluster(own) && !isCluster(this.client)) reopenWith(this.client, own);
+      // a store made while its client waits to reconnect saw no 'reconnecting' of it
+      ownersOf.get(this.client)?.closeIfDisconnected();
+    });
     // With the offline queue off (as the README advises), a command before the first 'ready' would fail.
     if (this.client.options.enableOfflineQueue !== false) return;
     const waiting: Waiting[] = [];
@@ -253,6 +258,16 @@ function open(client: Redis | Cluster): Redis | Cluster {
     return client.duplicate([], options);
   }
   return client.duplicate({ ...OWN_OPTIONS, db: selected(client) });
+}
+
+/**
+ * Makes `own` connect next with the client's options as they are now (its
+ * address, credentials, TLS), on the client's database now, with the store's
+ * own settings over them: ioredis reads a connection's options each time it
+ * connects, and an application rotates credentials by setting the client's.
+ */
+function reopenWith(client: Redis, own: Redis): void {
+  Object.assign(own.options, client.options, OWN_OPTIONS, { db: selected(client) });
 }
 
 /** The database the client uses now: the last it was told to SELECT (ioredis keeps it, privately), else its option. */
