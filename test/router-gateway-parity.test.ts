@@ -6,6 +6,7 @@
 // sends for the operation, standing for the Router's execution.
 import { ApolloGateway } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
+import { GraphQLError } from 'graphql';
 import type { GraphQLRequestContext } from '@apollo/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate, RedisStore, TokenBucket, tokenBucketPlugin } from '../src/index.js';
@@ -34,11 +35,15 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-type Shared = Pick<TokenBucketPluginOptions, 'buckets' | 'rules' | 'reportCost' | 'refundUnusedCost'>;
+type Shared = Pick<TokenBucketPluginOptions, 'buckets' | 'rules' | 'reportCost' | 'refundUnusedCost' | 'rateLimitHeaders' | 'measure' | 'costHeader'> & {
+  /** Given to both, in place of the x-user-id header; typed `never` as what it returns may be no identity at all. */
+  identify?: () => never;
+};
 
 const BUCKETS = [new TokenBucket('api', 100_000, Rate.perHour(1)), new TokenBucket('lookups', 1_000, Rate.perHour(1))];
 
 async function gateway(sdl: string, plugin: Shared | undefined): Promise<HttpEndpoint> {
+  const { identify, ...shared } = plugin ?? { buckets: [] };
   const server = new ApolloServer({
     gateway: new ApolloGateway({ supergraphSdl: sdl }),
     logger: captureLogger(),
@@ -46,8 +51,8 @@ async function gateway(sdl: string, plugin: Shared | undefined): Promise<HttpEnd
       ? [
           tokenBucketPlugin({
             store: new RedisStore(redis, { prefix: uniquePrefix('parity-gateway') }),
-            identify: ({ request }: GraphQLRequestContext<object>) => request.http?.headers.get('x-user-id') ?? 'anonymous',
-            ...plugin,
+            identify: identify ?? (({ request }: GraphQLRequestContext<object>) => request.http?.headers.get('x-user-id') ?? 'anonymous'),
+            ...shared,
           }),
         ]
       : [],
@@ -58,12 +63,13 @@ async function gateway(sdl: string, plugin: Shared | undefined): Promise<HttpEnd
 }
 
 async function coprocessor(options: Shared): Promise<CoprocessorServer> {
+  const { identify, ...shared } = options;
   const served = await serveCoprocessor(
     routerCoprocessor({
       store: new RedisStore(redis, { prefix: uniquePrefix('parity-router') }),
-      identify: (request: RouterRequest) => request.headers['x-user-id']?.[0] ?? 'anonymous',
+      identify: identify ?? ((request: RouterRequest) => request.headers['x-user-id']?.[0] ?? 'anonymous'),
       logger: captureLogger(),
-      ...options,
+      ...shared,
     }),
   );
   stops.push(() => served.stop());
@@ -152,5 +158,59 @@ describe('the coprocessor charges what Apollo Gateway charges', () => {
       [429, 429],
       [429, 429],
     ]);
+  });
+
+  /** What a client sees of a response: status, the limiter's header fields, errors and extensions (waits rounded away: the two are asked one after the other). */
+  function seen(status: number, headers: Record<string, string>, errors: unknown, extensions: unknown): string {
+    const fields = Object.fromEntries(Object.entries(headers).filter(([name]) => /^(ratelimit|ratelimit-policy|retry-after)$/.test(name)).sort());
+    return JSON.stringify({ status, fields, errors, extensions })
+      .replace(/"retryAfter":[\d.]+/g, '"retryAfter":"N"')
+      .replace(/Retry after [\d.]+ s/g, 'Retry after N s')
+      .replace(/t=\d+/g, 't=N')
+      .replace(/"retry-after":"\d+"/g, '"retry-after":"N"');
+  }
+
+  it.each([
+    ['rateLimitHeaders and refunds', { rateLimitHeaders: true, reportCost: true, refundUnusedCost: true }],
+    ['measure', { measure: true, reportCost: true, rateLimitHeaders: true }],
+    ['the GraphQL-Cost header', { costHeader: true }],
+  ] as [string, Shared][])('the same status, header fields, errors and report, admitted and denied, with %s', async (_name, extra) => {
+    const sdl = subgraphs.compose();
+    const options: Shared = { ...extra, buckets: [new TokenBucket('api', 150, Rate.perHour(1))] };
+    const [withPlugin, plain, router] = await Promise.all([gateway(sdl, options), gateway(sdl, undefined), coprocessor(options)]);
+    users += 1;
+    const operation = { query: '{ products(first: 3) { id name price reviews { body author } shippingEstimate } }' };
+    for (const cost of [undefined, 'report', 'validate', 'bogus', undefined, undefined]) {
+      const headers: Record<string, string> = { 'x-user-id': `parity-fields-${users}`, ...(cost === undefined ? {} : { 'graphql-cost': cost }) };
+      const atGateway = await withPlugin.post(operation, headers);
+      const atRouter = await throughRouter({ request: router }, { ...operation, headers }, sdl, async (body) => (await plain.post(body as unknown as GraphQLOperation)).body as Record<string, unknown>);
+      const gatewayFields: Record<string, string> = {};
+      atGateway.headers.forEach((value, name) => (gatewayFields[name] = value));
+      const routerFields = Object.fromEntries(Object.entries(atRouter.headers).map(([name, values]) => [name, values.join(', ')]));
+      expect(seen(atRouter.status, routerFields, atRouter.body['errors'], atRouter.body['extensions']), cost).toBe(
+        seen(atGateway.status, gatewayFields, atGateway.body.errors, atGateway.body.extensions),
+      );
+    }
+  });
+
+  it.each([
+    ['returns undefined', () => undefined],
+    ['returns an object', () => ({})],
+    ['throws an Error', () => {
+      throw new Error('an internal detail');
+    }],
+    ['throws a GraphQLError with a status', () => {
+      throw new GraphQLError('Who are you?', { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+    }],
+  ] as unknown as [string, () => never][])('the same answer when identify %s', async (_name, identify) => {
+    const sdl = subgraphs.compose();
+    const options: Shared = { buckets: BUCKETS, identify };
+    const [withPlugin, router] = await Promise.all([gateway(sdl, options), coprocessor(options)]);
+    const operation = { query: '{ products(first: 2) { id } }' };
+    const atGateway = await withPlugin.post(operation, {});
+    const atRouter = await throughRouter({ request: router }, operation, sdl, () => {
+      throw new Error('the operation ran');
+    });
+    expect({ status: atRouter.status, errors: atRouter.body['errors'] }).toEqual({ status: atGateway.status, errors: atGateway.body.errors });
   });
 });
