@@ -4,7 +4,6 @@ import type { BucketTerms } from './bucket-terms.js';
 import { termsOf, timeOf } from './bucket-terms.js';
 import type { FullAt } from './full-at.js';
 import { formatFullAt, parseFullAt } from './full-at.js';
-import { refillTime } from './bucket-terms.js';
 import { LuaScript } from './lua-script.js';
 import type { SharedAnswer, SharedRequest } from './coalescer.js';
 import { ALONE, Coalescer } from './coalescer.js';
@@ -12,6 +11,8 @@ import type { RedisStoreClient, ScriptClient } from './redis-client.js';
 import { NotRun, scriptClient } from './redis-client.js';
 import { DEFAULT_MAX_RECEIPTS, ReceiptBook } from './receipts.js';
 import { tokensReturned } from './returns.js';
+import type { SlotReply, Taken } from './slots.js';
+import { acquireAcrossSlots, NEVER, NOT_SHORT, parseAcquireReply, takenOfSlot } from './slots.js';
 import { DEFAULT_PREFIX, identityTag, redisKey, validatePrefix } from './redis-keys.js';
 import {
   acquireOne,
@@ -37,8 +38,6 @@ export interface RedisStoreOptions {
   maxReceipts?: number;
 }
 
-const NOT_SHORT = -2;
-const NEVER = -1;
 /** No time at all. */
 const NONE: FullAt = { at: 0, num: 0, den: 1 };
 
@@ -54,29 +53,6 @@ let acquireEachScript: LuaScript | undefined;
 let acquireOnNodeScript: LuaScript | undefined;
 let refundScript: LuaScript | undefined;
 let resetScript: LuaScript | undefined;
-
-/** One script call's answer, by position in the order its requests were sent. */
-interface SlotReply {
-  /** 1 all taken, 2 enforced taken and measured not, 0 nothing taken (in a check: would be denied). */
-  flag: 0 | 1 | 2;
-  /** Whole tokens after (flags 1, 2) or now (flag 0, checks). */
-  remaining: number[];
-  /** -2 not short, -1 never, else ms. */
-  waits: number[];
-  /** Redis TIME (µs) when tokens were taken (flags 1, 2 outside a check), else null. */
-  takenAt: number | null;
-  /** With a mode argument, taken: each request's key's full-at time after the call (null: nothing stored). */
-  fullAt: (FullAt | null)[] | null;
-}
-
-/** What one acquire took, for the receipts of later refunds. */
-interface Taken {
-  admission: BatchAdmission;
-  /** Per request: Redis TIME (µs) when its tokens were taken, null when none were. */
-  takenAt: (number | null)[];
-  /** Per request taken, when asked for: its key's full-at time right after. */
-  fullAt: (FullAt | null)[];
-}
 
 /**
  * Token buckets in Redis or Redis Cluster, through ioredis, iovalkey or
@@ -415,141 +391,23 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     indexes: readonly number[],
     withFullAt = false,
   ): Promise<Taken> {
-    const reply = await this.runAcquire(requests, tags, indexes, false, withFullAt);
-    const n = requests.length;
-    const remaining = new Array<number>(n).fill(0);
-    const takenAt = new Array<number | null>(n).fill(null);
-    const fullAt = new Array<FullAt | null>(n).fill(null);
-    const short: DeniedRequest[] = [];
-    indexes.forEach((index, position) => {
-      remaining[index] = reply.remaining[position]!;
-      // flag 2: the enforced requests were taken, the measured ones not
-      if (reply.flag === 1 || (reply.flag === 2 && requests[index]!.measure !== true)) {
-        takenAt[index] = reply.takenAt;
-        fullAt[index] = reply.fullAt?.[position] ?? null;
-      }
-      const w = reply.waits[position]!;
-      if (w !== NOT_SHORT) short.push({ index, retryAfterMs: w === NEVER ? null : w });
-    });
-    short.sort((a, b) => a.index - b.index);
-    if (reply.flag === 0) return { admission: denial(short, remaining), takenAt, fullAt };
-    return { admission: reply.flag === 2 ? { allowed: true, remaining, wouldDeny: short } : { allowed: true, remaining }, takenAt, fullAt };
+    return takenOfSlot(requests, indexes, await this.runAcquire(requests, tags, indexes, false, withFullAt));
   }
 
-  /**
-   * On a Cluster, buckets of different identities can live in different hash
-   * slots, which one script cannot reach. Each slot's group is acquired in
-   * turn. When one denies, the groups already taken are given back and the
-   * rest only checked (so the denial names every short request); when a call
-   * fails, the groups taken so far are given back. A group is given back at
-   * most once, whatever fails: a give-back that fails is not retried, since
-   * it may still have been applied.
-   */
-  private async acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<Taken> {
-    const n = requests.length;
-    const remaining = new Array<number>(n).fill(0);
-    const takenAt = new Array<number | null>(n).fill(null);
-    const fullAt = new Array<FullAt | null>(n).fill(null);
-    const denied: DeniedRequest[] = [];
-    const wouldDeny: DeniedRequest[] = [];
-    /** Request indexes taken and not given back. */
-    const held: number[] = [];
-
-    const giveBack = async (indexes: number[]): Promise<void> => {
-      const taken = indexes.filter((i) => takenAt[i] !== null);
-      indexes.length = 0;
-      for (const i of taken) {
-        const at = held.indexOf(i);
-        if (at >= 0) held.splice(at, 1);
-      }
-      if (taken.length === 0) return;
-      await Promise.all(
-        this.slots(taken.map((i) => tags[i]!)).map(async (positions) => {
-          const group = positions.map((p) => taken[p]!);
-          const pairs = refundPairs(
-            group.map((i) => requests[i]!),
-            group.map((i) => keyString(requests[i]!.key)),
-          ).map((pair) => {
-            const i = group[pair.indexes[0]!]!;
-            const key = redisKey(this.prefix, tags[i]!, pair.bucket);
-            // Bounded by the take's own refill: its tokens cannot have refilled sooner than from when
-            // they were taken, whatever anyone takes or gives back meanwhile (the full-at time right
-            // after the take would count tokens given back ahead of them twice). A reset since, by
-            // any process, gave them back already: lua/refund.lua reads its mark.
-            const at = takenAt[i]!;
-            const [q, r] = refillTime(pair.tokens, termsOf(pair.bucket));
-            const den = termsOf(pair.bucket).tokens;
-            const share = { at: q, num: r, den: r === 0 ? 1 : den };
-            const end = { at: at + q, num: r, den: share.den };
-            const bound = `${formatFullAt(end)};${formatFullAt(share)};${at}`;
-            return { bucket: pair.bucket, key, tokens: pair.tokens, bound, of: pair.indexes.map((p) => group[p]!) };
-          });
-          for (const i of group) takenAt[i] = null;
-          let left: number[] | undefined;
-          try {
-            ({ remaining: left } = await this.runRefund(pairs));
-            pairs.forEach((pair, j) => {
-              for (const i of pair.of) remaining[i] = left![j]!;
-            });
-          } catch {
-            // Not retried: it may have been applied. Those tokens stay taken.
-          } finally {
-            // Tokens came back, as by a refund (a call that failed may have given them back too): what a
-            // limiter remembers of these pairs, such as a denial decided while they were out, no longer holds.
-            tokensReturned(
-              this,
-              pairs.map((pair, j) => ({ bucket: pair.bucket, key: requests[pair.of[0]!]!.key, left: left?.[j] })),
-            );
-          }
-        }),
-      );
-    };
-
-    for (const indexes of this.slots(tags)) {
-      if (denied.length > 0) {
-        // Denied already: only learn which other requests are short.
-        const enforced = indexes.filter((i) => requests[i]!.measure !== true);
-        try {
-          const reply = await this.runAcquire(requests, tags, indexes, true);
-          indexes.forEach((index, position) => {
-            remaining[index] = reply.remaining[position]!;
-            const w = reply.waits[position]!;
-            if (w !== NOT_SHORT && enforced.includes(index)) denied.push({ index, retryAfterMs: w === NEVER ? null : w });
-          });
-        } catch {
-          // The call is denied whatever this check says.
-        }
-        continue;
-      }
-      let group: Taken;
-      try {
-        group = await this.acquireSlot(requests, tags, indexes, true);
-      } catch (error) {
-        await giveBack(held);
-        throw error;
-      }
-      const { admission } = group;
-      for (const i of indexes) remaining[i] = admission.remaining[i]!;
-      if (!admission.allowed) {
-        denied.push(...admission.denied);
-        await giveBack(held);
-        continue;
-      }
-      for (const i of indexes) {
-        takenAt[i] = group.takenAt[i] ?? null;
-        fullAt[i] = group.fullAt[i] ?? null;
-        if (takenAt[i] !== null) held.push(i);
-      }
-      if (admission.wouldDeny) wouldDeny.push(...admission.wouldDeny);
-    }
-
-    if (denied.length > 0) return { admission: denial(denied.sort((a, b) => a.index - b.index), remaining), takenAt, fullAt };
-    if (wouldDeny.length > 0) {
-      // A measured request was short somewhere: no measured request keeps its tokens.
-      await giveBack(held.filter((i) => requests[i]!.measure === true));
-      return { admission: { allowed: true, remaining, wouldDeny: wouldDeny.sort((a, b) => a.index - b.index) }, takenAt, fullAt };
-    }
-    return { admission: { allowed: true, remaining }, takenAt, fullAt };
+  /** On a Cluster, requests of several hash slots: each slot's in turn (slots.ts). */
+  private acquireAcrossSlots(requests: readonly AcquireRequest[], tags: readonly string[]): Promise<Taken> {
+    return acquireAcrossSlots(
+      {
+        store: this,
+        prefix: this.prefix,
+        slots: (t) => this.slots(t),
+        acquireSlot: (r, t, i) => this.acquireSlot(r, t, i, true),
+        check: (r, t, i) => this.runAcquire(r, t, i, true),
+        refund: (pairs) => this.runRefund(pairs),
+      },
+      requests,
+      tags,
+    );
   }
 
   /**
@@ -707,31 +565,4 @@ function repeated(ids: readonly string[]): Set<string> {
   const twice = new Set<string>();
   for (const id of ids) (seen.has(id) ? twice : seen).add(id);
   return twice;
-}
-
-/**
- * lua/acquire.lua's reply: {1, rem×n, t} all taken, {1, rem×n, X×n, t} the
- * same with a mode argument; {2, rem×n, X×n, t, w×n} measured not taken;
- * {0, now×n, w×n} nothing taken; a check {1|0, now×n, w×n}. t is Redis TIME
- * in µs, X a key's full-at time after the call.
- */
-function parseAcquireReply(reply: unknown, n: number, check: boolean, moded: boolean): SlotReply {
-  const flag = Array.isArray(reply) ? reply[0] : undefined;
-  const taken = !check && (flag === 1 || flag === 2);
-  const x = taken && moded ? n : 0; // full-at times
-  const length = taken ? 2 + n + x + (flag === 2 ? n : 0) : 1 + 2 * n;
-  const takenAt = taken && Array.isArray(reply) ? reply[1 + n + x] : null;
-  if (
-    !Array.isArray(reply) ||
-    !(flag === 0 || flag === 1 || (flag === 2 && !check && moded)) ||
-    reply.length !== length ||
-    (taken && !Number.isSafeInteger(takenAt))
-  ) {
-    throw new Error(`token bucket script returned an unexpected reply: ${JSON.stringify(reply)}`);
-  }
-  // whole tokens within 64 of 2^53 come as strings (ioredis misreads such integers)
-  const remaining = reply.slice(1, 1 + n).map(Number);
-  const fullAt = x > 0 ? reply.slice(1 + n, 1 + n + x).map(parseFullAt) : null;
-  const waits = (taken ? (flag === 2 ? reply.slice(2 + n + x) : new Array<number>(n).fill(NOT_SHORT)) : reply.slice(1 + n)) as number[];
-  return { flag, remaining, waits, takenAt: takenAt as number | null, fullAt };
 }
