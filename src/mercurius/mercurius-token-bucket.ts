@@ -211,8 +211,6 @@ export const mercuriusTokenBucket: MercuriusTokenBucketPlugin = async function m
   app.addHook('onReady', async () => {
     // The schema served from now on, with what plugins registered after the limiter extended or replaced: its faults fail the start.
     limiter.load(graphql.schema, undefined, logger);
-    // The schema served from now on, with what plugins registered after the limiter extended or replaced: its faults fail the start.
-    limiter.load(graphql.schema, undefined, logger);
     if (!eachEvent) warnOfUnchargedEvents(graphql.schema, limiter.ruleCoordinates(graphql.schema), logger, owner);
     graphql.addHook('preExecution', preExecution as never);
     graphql.addHook('onResolution', onResolution as never);
