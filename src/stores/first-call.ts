@@ -3,6 +3,12 @@ interface Connection {
   on(event: string, listener: () => void): unknown;
 }
 
+/** A script as the clients send it: by hash, or by source (`bySource`: always). */
+interface SentScript {
+  readonly sha: string;
+  readonly bySource?: boolean;
+}
+
 /** Per connection, the scripts sent on it by source since it last connected. */
 const sent = new WeakMap<object, Set<string>>();
 
@@ -16,7 +22,7 @@ const sent = new WeakMap<object, Set<string>>();
  * failover the connection survives, a call answered NOSCRIPT is still sent
  * again by source.)
  */
-export function firstCallOn(connection: Connection, sha: string, reconnected: string): boolean {
+function firstCallOn(connection: Connection, sha: string, reconnected: string): boolean {
   let shas = sent.get(connection);
   if (shas === undefined) {
     const fresh = new Set<string>();
@@ -27,4 +33,17 @@ export function firstCallOn(connection: Connection, sha: string, reconnected: st
   if (shas.has(sha)) return false;
   shas.add(sha);
   return true;
+}
+
+/**
+ * Whether to send a call of `script` on `connection` (undefined: not known) by
+ * source (EVAL): a script marked `bySource` always, so that no call is ever
+ * answered NOSCRIPT and sent again behind calls the store made after it (a
+ * reset that ran after them would take back what they took, tokens taken
+ * after it was made); any other on its first call on the connection
+ * (`firstCallOn`).
+ */
+export function bySource(connection: Connection | undefined, script: SentScript, reconnected: string): boolean {
+  if (script.bySource === true) return true;
+  return connection !== undefined && firstCallOn(connection, script.sha, reconnected);
 }

@@ -40,16 +40,19 @@ export class LuaScript {
   readonly sha: string;
   /** The shared acquire script (`Script.shared`). */
   readonly shared: boolean;
+  /** Sent by source every time (`Script.bySource`). */
+  readonly bySource: boolean;
 
   /**
    * `header`: a first line put before the file, such as the flags of a Redis 7 script
    * (`#!lua flags=…`), which Redis reads only there.
    */
-  constructor(fileName: string, options: { shared?: boolean; header?: string } = {}) {
+  constructor(fileName: string, options: { shared?: boolean; header?: string; bySource?: boolean } = {}) {
     const body = assemble(luaDirectory(), fileName);
     this.source = options.header === undefined ? body : `${options.header}\n${body}`;
     this.sha = createHash('sha1').update(this.source).digest('hex');
     this.shared = options.shared === true;
+    this.bySource = options.bySource === true;
   }
 
   run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {

@@ -5,7 +5,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { clusterSlot } from './cluster-slot.js';
 import { MAX_SHARED_KEYS } from './coalescer.js';
-import { firstCallOn } from './first-call.js';
+import { bySource } from './first-call.js';
 import { OwnConnection } from './own-connection.js';
 
 /** Keys per shared call on a single connection (ioredis, iovalkey, a node-redis client): see `ScriptClient.sharedKeys`. */
@@ -57,6 +57,8 @@ export interface Script {
   readonly source: string;
   /** A shared call's script (lua/acquire-each.lua): a call of it may hold up to `sharedKeys` keys' work. */
   readonly shared?: boolean;
+  /** Sent by source (EVAL) every time, never by hash: a call of it is never answered NOSCRIPT and sent again. */
+  readonly bySource?: boolean;
 }
 
 /** What RedisStore needs of a client, whichever library it comes from. */
@@ -196,7 +198,7 @@ function ioredisLike(client: IoredisLikeClient): ScriptClient {
         return await connection.use((own) => {
           // the connection Redis runs it on: on a Cluster, the one to the master of its first key's slot
           const on = cluster ? (masterOf(own as Cluster, keys[0]!) ?? own) : own;
-          return firstCallOn(on, script.sha, 'close')
+          return bySource(on, script, 'close')
             ? own.eval(script.source, keys.length, ...keys, ...args)
             : own.evalsha(script.sha, keys.length, ...keys, ...args);
         });
@@ -248,7 +250,7 @@ function ioredisNodes(connection: OwnConnection): ClusterNodes {
         });
       try {
         return await run((node) =>
-          firstCallOn(node, script.sha, 'close')
+          bySource(node, script, 'close')
             ? node.eval(script.source, keys.length, ...keys, ...args)
             : node.evalsha(script.sha, keys.length, ...keys, ...args),
         );
@@ -332,7 +334,7 @@ function nodeRedisClient(client: NodeRedisClient, ordered: boolean): ScriptClien
       const command = evalShaCommand(script, keys, args);
       try {
         // a pool's connections are its own: each call by hash there
-        return await send(ordered && firstCallOn(client, script.sha, 'connect') ? asEval(command, script) : command);
+        return await send(bySource(ordered ? client : undefined, script, 'connect') ? asEval(command, script) : command);
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return await send(asEval(command, script));
@@ -369,7 +371,7 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
         const command = evalShaCommand(script, keys, args);
         const client = master(address);
         try {
-          return await send(client !== undefined && firstCallOn(client, script.sha, 'connect') ? asEval(command, script) : command);
+          return await send(bySource(client, script, 'connect') ? asEval(command, script) : command);
         } catch (error) {
           if (!isNoScript(error)) throw error;
           return await send(asEval(command, script));
@@ -383,7 +385,7 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
       const first = keys[0];
       const on = first === undefined ? undefined : cluster.slots[clusterSlot(first)]?.master.client;
       try {
-        return await cluster.sendCommand(first, false, on !== undefined && firstCallOn(on, script.sha, 'connect') ? asEval(command, script) : command, NODE_REDIS_OPTIONS);
+        return await cluster.sendCommand(first, false, bySource(on, script, 'connect') ? asEval(command, script) : command, NODE_REDIS_OPTIONS);
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return await cluster.sendCommand(first, false, asEval(command, script), NODE_REDIS_OPTIONS);

@@ -110,7 +110,9 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
     acquireEachScript ??= new LuaScript('acquire-each.lua', { shared: true });
     acquireOnNodeScript ??= new LuaScript('acquire-each.lua', { shared: true, header: '#!lua flags=allow-cross-slot-keys' });
     refundScript ??= new LuaScript('refund.lua');
-    resetScript ??= new LuaScript('reset.lua');
+    // A reset goes by source: answered NOSCRIPT (after SCRIPT FLUSH) and sent again, it would run
+    // after calls made after it, and take back what they took.
+    resetScript ??= new LuaScript('reset.lua', { bySource: true });
     this.acquireLua = acquireScript;
     this.acquireEachLua = acquireEachScript;
     this.acquireOnNodeLua = acquireOnNodeScript;
