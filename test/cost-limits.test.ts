@@ -30,14 +30,17 @@ const schema = buildSchema(`
 
 const model = new CostModel(schema);
 
-function analyze(query: string, { valid = true } = {}): { cost: Record<string, number>; ms: number } {
+/**
+ * Prices `query`. A walk that did more than linear work would run past the
+ * pricing work budget and throw COST_ANALYSIS_ABORTED: an answer at all
+ * says the work stayed bounded, however loaded the machine is.
+ */
+function analyze(query: string, { valid = true } = {}): { cost: Record<string, number> } {
   const document = parse(query);
   if (valid) expect(validate(schema, document)).toEqual([]);
   const operation = getOperationAST(document);
   if (operation == null) throw new Error('no operation');
-  const start = performance.now();
-  const cost = Object.fromEntries(model.costOf(document, operation));
-  return { cost, ms: performance.now() - start };
+  return { cost: Object.fromEntries(model.costOf(document, operation)) };
 }
 
 /** Fragment i spreads fragment i + 1 twice, `levels` deep. */
@@ -49,33 +52,30 @@ function fragmentBomb(levels: number, on: string, wrap: (spreads: string) => str
 }
 
 describe('operations built to be expensive to analyze', () => {
-  it('counts a 30-level fragment bomb exactly, quickly', () => {
+  it('counts a 30-level fragment bomb exactly, within the work budget', () => {
     const query = `{ ...F0 }\n${fragmentBomb(30, 'Query', (s) => s, 'search { title }')}`;
-    const { cost, ms } = analyze(query);
+    const { cost } = analyze(query);
     // 2^29 spreads of F29, all merging into the one `search` they select: it runs once, 5.
     expect(cost.search).toBe(5);
-    expect(ms).toBeLessThan(100);
   });
 
   it('saturates a fragment bomb over lists to more than MAX_SAFE_INTEGER, staying finite', () => {
     const bomb = fragmentBomb(30, 'Item', (s) => `items(first: 2147483647) { ${s} }`, 'id');
-    const { cost, ms } = analyze(`{ items(first: 2147483647) { ...F0 } }\n${bomb}`);
+    const { cost } = analyze(`{ items(first: 2147483647) { ...F0 } }\n${bomb}`);
     expect(cost.items).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
     expect(cost.api).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
     for (const value of Object.values(cost)) {
       expect(Number.isFinite(value) && value >= 0).toBe(true);
     }
-    expect(ms).toBeLessThan(100);
   });
 
   it('stays linear through deeply nested abstract types', () => {
     // Without memoization this is 5^40 evaluations.
     let selection = 'id';
     for (let i = 0; i < 40; i++) selection = `node { ... on A { id } ... on E { id } ${selection} }`;
-    const { cost, ms } = analyze(`{ ${selection} }`);
+    const { cost } = analyze(`{ ${selection} }`);
     expect(cost.deep).toBe(39);
     expect(cost.api).toBe(40);
-    expect(ms).toBeLessThan(100);
   });
 
   it('does not follow a fragment cycle (an invalid operation)', () => {
@@ -90,18 +90,17 @@ describe('operations built to be expensive to analyze', () => {
     expect(analyze('{ nope search { title } }', { valid: false }).cost).toEqual({ api: 10, search: 5 });
   });
 
-  it('analyzes a 1,000-field operation in well under a millisecond on average', () => {
+  it('analyzes a 1,000-field operation within the work budget, the same every time', () => {
     const fields: string[] = [];
     for (let i = 0; i < 250; i++) fields.push(`a${i}: items(first: 5) { id b${i}: items { id } }`);
     const document = parse(`{ ${fields.join(' ')} }`);
     const operation = getOperationAST(document);
     if (operation == null) throw new Error('no operation');
-    for (let i = 0; i < 50; i++) model.costOf(document, operation);
-    const runs = 200;
-    const start = performance.now();
-    for (let i = 0; i < runs; i++) model.costOf(document, operation);
-    // Generous: the benchmark holds the real line; this catches an accidental blow-up.
-    expect((performance.now() - start) / runs).toBeLessThan(5);
+    // Its time is the benchmark's (npm run bench -- --only cost): a blow-up here would run past the budget and throw.
+    const first = Object.fromEntries(model.costOf(document, operation));
+    for (let i = 0; i < 50; i++) expect(Object.fromEntries(model.costOf(document, operation))).toEqual(first);
+    // api: 250 × (items 5 × (Item 1 + b: items 10 × 1)); items: 250 × (1 + 5 × 1)
+    expect(first).toEqual({ api: 250 * 5 * (1 + 10), items: 250 * (1 + 5) });
   });
 });
 

@@ -1,17 +1,20 @@
 import { GraphQLError, Kind, assertSchema, getVariableValues } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { ArgumentPricer } from './argument-costs.js';
-import { measureOperation } from './measure-operation.js';
-import { measureResponse } from './measure-response.js';
+import { Work } from './budget.js';
+import { Levels } from './levels.js';
+import { ListSizes } from './list-sizes.js';
+import { Estimate, Frames } from './price-operation.js';
+import { ResponseWalk } from './price-response.js';
 import { compileSchemaCosts } from './schema-costs.js';
 import type { CompositeCost, CoordinateRule, SchemaCosts, TokenBucketAnnotation } from './schema-costs.js';
 import type { RequiredSelections } from './required-selections.js';
 import { EntityFetches } from './entity-fetches.js';
 import type { FederationModel } from './entity-fetches.js';
 import type { FetchCounts, PlannedFetches } from './fetch-counts.js';
-import { FieldCollector } from './collect-fields.js';
-import { conditionVariables, selectionSetIds, sharesSelectionSets } from './selections.js';
+import { conditionVariables, selectionSetIds } from './selections.js';
 import type { SelectionSetIds } from './selections.js';
+import { FieldShapes } from './type-tables.js';
 
 export type { CoordinateRule, TokenBucketAnnotation } from './schema-costs.js';
 export type { RequiredSelections } from './required-selections.js';
@@ -47,16 +50,15 @@ const NO_VARIABLES: Readonly<Record<string, unknown>> = Object.freeze({});
 /** What the walks need to know about a document, computed once per document. */
 interface DocumentInfo {
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
-  readonly sharesSelectionSets: boolean;
   readonly selectionSets: SelectionSetIds;
   /** The variables `@skip`, `@include` and `@defer` read. */
   readonly conditions: readonly string[];
-  /** What each selection set collects, kept with the document per truth of those variables (a few readings at most). */
-  readonly collectors: Map<string, FieldCollector>;
+  /** What each selection set collects (levels.ts), kept with the document per truth of those variables (a few readings at most). */
+  readonly levels: Map<string, Levels>;
 }
 
-/** Readings of a document's condition variables whose collected fields are kept; past this, each request collects its own. */
-const MAX_COLLECTORS = 16;
+/** Readings of a document's condition variables whose levels are kept; past this, each request collects its own. */
+const MAX_READINGS = 16;
 
 interface Variables {
   readonly coerced: Readonly<Record<string, unknown>>;
@@ -92,6 +94,8 @@ export class CostModel {
   /** Federation: what bounds the fetches, and the plans that price them where known; undefined for a graph of one server. */
   private readonly federation: FederationModel | undefined;
   private readonly plans: PlannedFetches | undefined;
+  private readonly shapes = new FieldShapes();
+  private readonly frames = new Frames();
   private readonly documents = new WeakMap<DocumentNode, DocumentInfo>();
   /** The last estimate per operation, so pricing its response does not price the operation again. */
   private readonly estimates = new WeakMap<OperationDefinitionNode, LastEstimate>();
@@ -141,25 +145,22 @@ export class CostModel {
     if (root === undefined) return result;
 
     const info = this.documentInfo(document);
-    const { fragments, sharesSelectionSets, selectionSets } = info;
     const { coerced, raw } = this.coerce(operation, variables);
-    const { charges, touched } = measureOperation(
-      {
-        costs: this.costs,
-        defaultListSize: this.defaultListSize,
-        fragments,
-        sharesSelectionSets,
-        selectionSetIds: selectionSets.ids,
-        repeated: selectionSets.repeated,
-        variables: coerced,
-        rawVariables: raw ?? NO_VARIABLES,
-        arguments: new ArgumentPricer(raw, operation.variableDefinitions),
-        collector: this.collector(info, coerced),
-        fetches: this.fetchCounts(document, operation, fragments, coerced),
-      },
-      operation.selectionSet,
-      root,
-    );
+    const work = new Work();
+    const estimate = new Estimate({
+      costs: this.costs,
+      levels: this.levelsFor(info, coerced),
+      sizes: new ListSizes(this.defaultListSize, coerced, raw ?? NO_VARIABLES),
+      arguments: new ArgumentPricer(raw, operation.variableDefinitions),
+      fragments: info.fragments,
+      variables: coerced,
+      work,
+      frames: this.frames,
+      fetches: this.fetchCounts(document, operation, info.fragments, coerced),
+    });
+    const measure = estimate.price(operation.selectionSet, root);
+    const charges = measure.v.slice(1);
+    const touched = estimate.touched;
     this.addBase(operation, root, charges, touched);
     this.costs.bucketNames.forEach((name, b) => {
       if (touched[b] === 1) result.set(name, roundUp(charges[b] ?? 0));
@@ -194,21 +195,19 @@ export class CostModel {
     const root = this.rootOf(operation);
     if (root === undefined) return result;
 
-    const { fragments, selectionSets } = this.documentInfo(document);
+    const info = this.documentInfo(document);
     const { coerced, raw } = this.coerce(operation, variables);
-    const { charges } = measureResponse(
-      {
-        costs: this.costs,
-        fragments,
-        selectionSetIds: selectionSets.ids,
-        variables: coerced,
-        arguments: new ArgumentPricer(raw, operation.variableDefinitions),
-        fetches: this.fetchCounts(document, operation, fragments, coerced),
-      },
-      operation.selectionSet,
-      root,
-      data,
-    );
+    const walk = new ResponseWalk({
+      costs: this.costs,
+      levels: this.levelsFor(info, coerced),
+      arguments: new ArgumentPricer(raw, operation.variableDefinitions),
+      shapes: this.shapes,
+      fragments: info.fragments,
+      variables: coerced,
+      work: new Work(),
+      fetches: this.fetchCounts(document, operation, info.fragments, coerced),
+    });
+    const charges = walk.price(operation.selectionSet, root, data).slice(1);
     this.addBase(operation, root, charges, null);
     this.costs.bucketNames.forEach((name, b) => {
       const most = cap.get(name);
@@ -267,19 +266,19 @@ export class CostModel {
     return { coerced: NO_VARIABLES, raw: coerced.errors.some(outOfStack) ? values : null };
   }
 
-  /** The document's collected fields for these variables: kept per truth of its condition variables. */
-  private collector(info: DocumentInfo, variables: Readonly<Record<string, unknown>>): FieldCollector {
+  /** The document's levels for these variables: kept per truth of its condition variables. */
+  private levelsFor(info: DocumentInfo, variables: Readonly<Record<string, unknown>>): Levels {
     let key = '';
     for (const name of info.conditions) {
       const value = variables[name];
       key += value === true ? 't' : value === false ? 'f' : 'u';
     }
-    let collector = info.collectors.get(key);
-    if (collector === undefined) {
-      collector = new FieldCollector(this.costs, info.fragments, variables, info.selectionSets.ids);
-      if (info.collectors.size < MAX_COLLECTORS) info.collectors.set(key, collector);
+    let levels = info.levels.get(key);
+    if (levels === undefined) {
+      levels = new Levels(this.costs, info.fragments, variables, info.selectionSets.ids, info.selectionSets.repeated, this.shapes);
+      if (info.levels.size < MAX_READINGS) info.levels.set(key, levels);
     }
-    return collector;
+    return levels;
   }
 
   private documentInfo(document: DocumentNode): DocumentInfo {
@@ -290,7 +289,7 @@ export class CostModel {
         if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
       }
       const selectionSets = selectionSetIds(document);
-      info = { fragments, sharesSelectionSets: sharesSelectionSets(document), selectionSets, conditions: conditionVariables(document), collectors: new Map() };
+      info = { fragments, selectionSets, conditions: conditionVariables(document), levels: new Map() };
       this.documents.set(document, info);
     }
     return info;

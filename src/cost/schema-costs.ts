@@ -133,7 +133,10 @@ export interface SizedEntry {
 /** Everything the per-request walks need to know about one field of one concrete type. */
 export interface FieldCost {
   readonly name: string;
+  /** What each value of the field weighs: its own `@cost`, else its type's (an interface or union: its most expensive possible type's). */
   readonly weight: number;
+  /** True when the weight is the type's, not the field's own: then an object of a known type weighs what its own type does. */
+  readonly typeWeighted: boolean;
   readonly isList: boolean;
   /** How many list levels wrap the named type: 0 for `T`, 1 for `[T]`, 2 for `[[T]]`. */
   readonly listDepth: number;
@@ -191,6 +194,8 @@ export interface CompositeCost {
   readonly typeRules: readonly BucketRule[];
   /** This type's number among the schema's composite types, from 0: for keys of memo tables. */
   readonly index: number;
+  /** What an object of this type weighs: its `@cost`, else 1; an interface or union, the most of that and its possible types' weights. */
+  readonly weight: number;
 }
 
 export interface SchemaCosts {
@@ -211,6 +216,7 @@ interface MutableCompositeCost extends CompositeCost {
   classes: readonly number[] | null;
   readonly abstractTypes: Set<string>;
   typeRules: readonly BucketRule[];
+  weight: number;
 }
 
 const NO_RULES: readonly BucketRule[] = Object.freeze([]);
@@ -293,6 +299,7 @@ class Compiler {
           classes: null,
           abstractTypes: new Set(),
           typeRules: this.typeRules(type),
+          weight: this.typeWeight(type) ?? 1,
         });
       }
     }
@@ -307,7 +314,11 @@ class Compiler {
           composite.abstractTypes.add(type.name);
         }
         const abstract = composites.get(type);
-        if (abstract !== undefined) abstract.possibleTypes = Object.freeze(possibleTypes);
+        if (abstract !== undefined) {
+          abstract.possibleTypes = Object.freeze(possibleTypes);
+          // An object behind an interface or union weighs what its own type does: the field, what the most expensive one does.
+          for (const possible of possibleTypes) abstract.weight = Math.max(abstract.weight, possible.weight);
+        }
       }
     }
     for (const type of types) {
@@ -368,11 +379,12 @@ class Compiler {
     // @cost and @listSize written on an interface field are meant for every
     // implementation that does not say otherwise.
     const { costName, listSizeName } = this.annotated;
-    const weight =
+    const ownWeight =
       this.readWeight(field) ??
-      inherited(interfaceFields.map((s) => ({ coordinate: s.coordinate, value: this.readWeight(s.element) })), String, `@${costName} on ${coordinate}`, 'weights', coordinate) ??
-      this.typeWeight(type) ??
-      (isCompositeType(type) ? 1 : 0);
+      inherited(interfaceFields.map((s) => ({ coordinate: s.coordinate, value: this.readWeight(s.element) })), String, `@${costName} on ${coordinate}`, 'weights', coordinate);
+    // Without one of its own, a field weighs its type: an interface or union, its most expensive possible type.
+    const typeWeighted = ownWeight === null;
+    const weight = ownWeight ?? this.composites.get(type)?.weight ?? this.typeWeight(type) ?? 0;
     const listSize =
       this.readListSize(field) ??
       inherited(interfaceFields.map((s) => ({ coordinate: s.coordinate, value: this.readListSize(s.element) })), listSizeKey, `@${listSizeName} on ${coordinate}`, 'arguments', coordinate);
@@ -393,6 +405,7 @@ class Compiler {
     return {
       name: field.name,
       weight,
+      typeWeighted,
       isList: listDepth > 0,
       listDepth,
       innerCount,
@@ -545,6 +558,7 @@ class Compiler {
     return {
       name: TypeNameMetaFieldDef.name,
       weight: 0,
+      typeWeighted: false,
       isList: false,
       listDepth: 0,
       innerCount: 1,
