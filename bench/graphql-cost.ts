@@ -2,6 +2,7 @@ import { Kind, buildSchema, getOperationAST, parse, validate, visit } from 'grap
 import type { DocumentNode, FragmentDefinitionNode, OperationDefinitionNode, SelectionSetNode } from 'graphql';
 import { CostModel, tokenBucketDirectiveTypeDefs } from '../src/index.js';
 import type { Benchmark, BenchReport, TargetCheck } from './benchmark.js';
+import { hostileReport, runHostileBench } from './cost-hostile.js';
 import { formatTable } from './benchmark.js';
 
 /*
@@ -525,11 +526,13 @@ const TARGET_OPERATION_US = 1000;
 export const costBenchmark: Benchmark = {
   name: 'cost',
   description:
-    'CostModel.costOf: ~1,000-field operations; 2,000 aliases × a 2,000-field fragment, and pricing on interfaces of thousands of types, against graphql-js validate',
+    'CostModel.costOf: ~1,000-field operations; 2,000 aliases × a 2,000-field fragment, pricing on interfaces of thousands of types, and 200 KB hostile documents (time and heap), against graphql-js validate',
   async run(): Promise<BenchReport> {
     const operations = runCostAnalysisBench();
     const quadratic = runAliasesTimesFragmentBench();
     const pricing = runPricingBench();
+    const hostile = runHostileBench();
+    const hostileLines = hostileReport(hostile);
     const us = (value: number): string => (value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(1));
     const ms = (values: readonly number[]): string => values.map((v) => v.toFixed(1)).join(' ');
     const lines = [
@@ -555,6 +558,8 @@ export const costBenchmark: Benchmark = {
         pricing.map((p) => [p.name, ms(p.validateMs), ms(p.priceMs), `${p.ratio.toFixed(2)}x`, String(p.costs['api'] ?? '')]),
       ),
       ...pricing.map((p) => `  ${p.name}: ${p.description}`),
+      '',
+      ...hostileLines.lines,
     ];
     const targets: TargetCheck[] = [
       {
@@ -573,6 +578,7 @@ export const costBenchmark: Benchmark = {
         detail: `${p.ratio.toFixed(2)}x (${median(p.priceMs).toFixed(1)} ms vs ${median(p.validateMs).toFixed(1)} ms, medians of ${p.priceMs.length} runs)`,
       })),
     ];
-    return { lines, targets, figures: { operations, aliasesTimesFragment: quadratic, pricing } };
+    targets.push(...hostileLines.targets);
+    return { lines, targets, figures: { operations, aliasesTimesFragment: quadratic, pricing, hostile } };
   },
 };
