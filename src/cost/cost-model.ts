@@ -14,7 +14,6 @@ import type { FederationModel } from './entity-fetches.js';
 import type { FetchCounts, PlannedFetches } from './fetch-counts.js';
 import { conditionVariables, selectionSetIds } from './selections.js';
 import type { SelectionSetIds } from './selections.js';
-import { FieldShapes } from './type-tables.js';
 
 export type { CoordinateRule, TokenBucketAnnotation } from './schema-costs.js';
 export type { RequiredSelections } from './required-selections.js';
@@ -94,7 +93,6 @@ export class CostModel {
   /** Federation: what bounds the fetches, and the plans that price them where known; undefined for a graph of one server. */
   private readonly federation: FederationModel | undefined;
   private readonly plans: PlannedFetches | undefined;
-  private readonly shapes = new FieldShapes();
   private readonly frames = new Frames();
   private readonly documents = new WeakMap<DocumentNode, DocumentInfo>();
   /** The last estimate per operation, so pricing its response does not price the operation again. */
@@ -201,7 +199,6 @@ export class CostModel {
       costs: this.costs,
       levels: this.levelsFor(info, coerced),
       arguments: new ArgumentPricer(raw, operation.variableDefinitions),
-      shapes: this.shapes,
       fragments: info.fragments,
       variables: coerced,
       work: new Work(),
@@ -275,7 +272,7 @@ export class CostModel {
     }
     let levels = info.levels.get(key);
     if (levels === undefined) {
-      levels = new Levels(this.costs, info.fragments, variables, info.selectionSets.ids, info.selectionSets.repeated, this.shapes);
+      levels = new Levels(this.costs, info.fragments, variables, info.selectionSets.ids, info.selectionSets.repeated, this.costs.shapes);
       if (info.levels.size < MAX_READINGS) info.levels.set(key, levels);
     }
     return levels;

@@ -5,7 +5,7 @@ import type { CompositeCost, SchemaCosts } from './schema-costs.js';
 import { deferred, included } from './selections.js';
 import { OwnKeys } from './own-keys.js';
 import { covers, meet, typeNamed, within } from './type-tables.js';
-import type { FieldShapes } from './type-tables.js';
+import type { FieldShapes } from './field-shapes.js';
 
 /*
  * A level is what graphql-js CollectFields gathers for a selection set (or

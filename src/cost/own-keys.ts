@@ -1,7 +1,7 @@
 import type { FieldNode, SelectionSetNode } from 'graphql';
 import type { FlatEntry, Guard, Level, Levels, Occurrence, Part } from './levels.js';
 import type { CompositeCost } from './schema-costs.js';
-import type { FieldShapes } from './type-tables.js';
+import type { FieldShapes } from './field-shapes.js';
 
 /*
  * A level's own response keys, grouped by where they apply, so that a

@@ -1,12 +1,10 @@
-import type { FieldNode, FragmentDefinitionNode, SelectionSetNode } from 'graphql';
-import type { ArgumentPricer } from './argument-costs.js';
+import type { FieldNode, SelectionSetNode } from 'graphql';
 import type { Step, Work } from './budget.js';
-import type { FetchCounts } from './fetch-counts.js';
-import type { Flat, Guard, Level, Levels, Part } from './levels.js';
-import type { CompositeCost, FieldCost, SchemaCosts } from './schema-costs.js';
+import type { FieldPriceInput } from './field-prices.js';
+import type { Flat, Guard, Level, Part } from './levels.js';
+import type { CompositeCost, FieldCost } from './schema-costs.js';
 import { sat } from './selections.js';
 import { classesOf, within } from './type-tables.js';
-import type { FieldShapes } from './type-tables.js';
 
 /*
  * The actual cost: the estimate's formula over the response, each list's
@@ -20,17 +18,8 @@ import type { FieldShapes } from './type-tables.js';
  * estimate built (levels.ts), never a plan per type: linear in the response.
  */
 
-export interface ResponseInput {
-  readonly costs: SchemaCosts;
-  readonly levels: Levels;
-  readonly arguments: ArgumentPricer;
-  readonly shapes: FieldShapes;
-  readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
-  readonly variables: Readonly<Record<string, unknown>>;
-  readonly work: Work;
-  /** Federation: the fetches a gateway makes per object beyond the one that returned it. */
-  readonly fetches?: FetchCounts | undefined;
-}
+/** What the estimate's fields are priced with, less the sizes: a response's lists hold their own. */
+export type ResponseInput = Omit<FieldPriceInput, 'sizes'>;
 
 /** One way a key of an object may have run: on a type, with these selections merged (the first one's arguments). */
 interface Variant {
@@ -303,7 +292,7 @@ export class ResponseWalk {
         if (!within(type, level.type) || (allowed !== null && !allowed.has(type))) continue;
         const nodes = this.nodesAt(level, key, type);
         if (nodes.length === 0) continue;
-        const signature = `${this.input.shapes.of(type.fields?.get(nodes[0]!.name.value))}:${nodes.map((n) => this.nodeId(n)).join(',')}`;
+        const signature = `${this.input.costs.shapes.of(type.fields?.get(nodes[0]!.name.value))}:${nodes.map((n) => this.nodeId(n)).join(',')}`;
         if (seen.has(signature)) continue;
         seen.add(signature);
         found.push({ type, nodes });
@@ -350,7 +339,7 @@ export class ResponseWalk {
       const pool =
         allowed !== null ? allowed : declared || name === '__typename' ? classesOf(type).members.map((members) => members[0]!) : (type.possibleTypes ?? [type]);
       for (const possible of pool) {
-        const shape = this.input.shapes.of(possible.fields?.get(name));
+        const shape = this.input.costs.shapes.of(possible.fields?.get(name));
         if (!byShape.has(shape)) byShape.set(shape, possible);
       }
       this.shapeReps.set(id, (reps = [...byShape.values()]));

@@ -33,6 +33,7 @@ import { requiredSelectionCosts } from './required-selections.js';
 import type { RequiredSelections } from './required-selections.js';
 import type { FederationModel } from './entity-fetches.js';
 import { sat } from './selections.js';
+import { FieldShapes } from './field-shapes.js';
 
 /** One `@tokenBucket` as written in the schema. */
 export interface TokenBucketAnnotation {
@@ -207,6 +208,8 @@ export interface SchemaCosts {
   readonly metaFields: ReadonlyMap<string, FieldCost>;
   /** What start-up should warn about: annotations not read, slicing arguments read by every JavaScript reading. */
   readonly warnings: readonly string[];
+  /** Numbers for field shapes: equal for two fields that price every selection of them alike. */
+  readonly shapes: FieldShapes;
 }
 
 interface MutableCompositeCost extends CompositeCost {
@@ -251,9 +254,8 @@ class Compiler {
   private readonly typeWeights = new Map<GraphQLNamedType, number | null>();
   private readonly inputCosts = new Map<GraphQLNamedType, InputCost>();
   private readonly composites = new Map<GraphQLNamedType, MutableCompositeCost>();
-  private readonly shapes = new Map<FieldCost, number>();
-  private readonly shapeKeys = new Map<string, number>();
-  private readonly inputKeys = new Map<InputCost, string>();
+  /** Numbers for field shapes, shared with the walks (`SchemaCosts.shapes`). */
+  private readonly fieldShapes = new FieldShapes();
   /** The coordinates of `extras.rules` found in the schema. */
   private readonly ruled = new Set<string>();
   /** Fields with a slicing argument that is not an `Int` (nor a list), for a start-up warning. */
@@ -361,6 +363,7 @@ class Compiler {
       types: composites,
       metaFields,
       warnings: Object.freeze([...this.annotated.warnings, ...inexactSlicingWarnings(this.inexactSlicing)]),
+      shapes: this.fieldShapes,
     };
   }
 
@@ -506,7 +509,7 @@ class Compiler {
       const signature = names
         .map((name) => {
           const field = possible.fields?.get(name);
-          return field === undefined ? '-' : String(this.shapeOf(field));
+          return field === undefined ? '-' : String(this.fieldShapes.of(field));
         })
         .join(' ');
       let index = bySignature.get(signature);
@@ -520,37 +523,6 @@ class Compiler {
       representatives: representatives.length === possibleTypes.length ? possibleTypes : Object.freeze(representatives),
       classes: Object.freeze(classes),
     };
-  }
-
-  /** A number equal for two fields that price every selection of them alike: everything the walks read of a field. */
-  private shapeOf(field: FieldCost): number {
-    let shape = this.shapes.get(field);
-    if (shape !== undefined) return shape;
-    const slicing = field.slicing.map((s) => {
-      let defaultValue: string;
-      try {
-        defaultValue = JSON.stringify(s.argument.defaultValue, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? 'u';
-      } catch {
-        defaultValue = `#${this.shapes.size}`; // a default that cannot be written out is its own
-      }
-      return `${s.argument.name}.${s.path.join('.')}:${s.literal ?? ''}:${String(s.argument.type)}=${defaultValue}`;
-    });
-    const key = [
-      field.weight,
-      field.isList,
-      field.listDepth,
-      field.innerCount,
-      field.target?.index ?? -1,
-      field.assumedSize ?? 'd',
-      // A sized context is told apart by identity: one per field that declares it.
-      field.sized === null ? 'n' : `#${this.shapes.size}`,
-      slicing.join(','),
-      chargeKey(field, this.inputKeys),
-    ].join('|');
-    shape = this.shapeKeys.get(key);
-    if (shape === undefined) this.shapeKeys.set(key, (shape = this.shapeKeys.size));
-    this.shapes.set(field, shape);
-    return shape;
   }
 
   /** `__typename` on an object type: weighs nothing, charges what the type's (and its interfaces') directives say. */
@@ -727,27 +699,4 @@ function mayCost(input: InputCost): boolean {
     case 'leaf':
       return input.cost > 0;
   }
-}
-
-/**
- * The part of a field's shape that every walk reads alike: its bucket rules
- * and its arguments' costs. `inputKeys` numbers input objects, so keys are
- * comparable only among those made with the same map.
- */
-export function chargeKey(field: FieldCost, inputKeys: Map<InputCost, string>): string {
-  const rules = field.rules.map((r) => `${r.bucket}:${r.cost ?? 'c'}`).join(',');
-  const args = (field.arguments ?? []).map((a) => `${a.name}:${a.cost ?? 'n'}:${inputKey(a.input, inputKeys)}`).join(',');
-  // Federation: the subgraphs a field is fetched from decide the entity fetches below it.
-  const graphs = field.graphs === 0n ? '' : `|${field.graphs}:${field.requiredGraphs?.join(',') ?? ''}`;
-  return `${rules}|${args}${graphs}`;
-}
-
-/** Equal for input costs that price any value alike: leaves by cost, lists by their items, input objects by type (one object each). */
-function inputKey(input: InputCost, inputKeys: Map<InputCost, string>): string {
-  let key = inputKeys.get(input);
-  if (key === undefined) {
-    key = input.kind === 'leaf' ? `l${input.cost}` : input.kind === 'list' ? `[${inputKey(input.of, inputKeys)}]` : `o${inputKeys.size}`;
-    inputKeys.set(input, key);
-  }
-  return key;
 }

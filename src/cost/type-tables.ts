@@ -1,5 +1,4 @@
-import { chargeKey } from './schema-costs.js';
-import type { CompositeCost, FieldCost, InputCost, SchemaCosts } from './schema-costs.js';
+import type { CompositeCost, SchemaCosts } from './schema-costs.js';
 
 /*
  * What the walks ask about types, answered once per schema (or per pair of
@@ -109,49 +108,4 @@ export function classesMeeting(outer: CompositeCost, inner: CompositeCost): read
     byInner.set(inner, table);
   }
   return table;
-}
-
-/**
- * Numbers for field shapes: equal for two fields that price every selection
- * of them alike (everything the walks read of a field), so that whether two
- * types price a set of field names alike is a comparison of numbers. One per
- * cost model: the numbers mean nothing across schemas.
- */
-export class FieldShapes {
-  private readonly shapes = new WeakMap<FieldCost, number>();
-  private readonly keys = new Map<string, number>();
-  private readonly inputKeys = new Map<InputCost, string>();
-
-  of(field: FieldCost | undefined): number {
-    if (field === undefined) return -1;
-    let shape = this.shapes.get(field);
-    if (shape === undefined) {
-      const slicing = field.slicing.map((s) => {
-        let fallback: string;
-        try {
-          fallback = JSON.stringify(s.argument.defaultValue, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? 'u';
-        } catch {
-          fallback = `#${this.keys.size}`; // a default that cannot be written out is its own
-        }
-        return `${s.argument.name}.${s.path.join('.')}:${s.literal ?? ''}:${String(s.argument.type)}=${fallback}`;
-      });
-      const key = [
-        field.name,
-        field.weight,
-        field.typeWeighted ? 't' : 'f',
-        field.listDepth,
-        field.innerCount,
-        field.target?.index ?? -1,
-        field.assumedSize ?? 'd',
-        // A sized context is told apart by identity: one per field that declares it.
-        field.sized === null ? 'n' : `#${this.keys.size}`,
-        slicing.join(','),
-        chargeKey(field, this.inputKeys),
-      ].join('|');
-      shape = this.keys.get(key);
-      if (shape === undefined) this.keys.set(key, (shape = this.keys.size));
-      this.shapes.set(field, shape);
-    }
-    return shape;
-  }
 }
