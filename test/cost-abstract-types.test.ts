@@ -36,6 +36,21 @@ describe('the estimate: an interface or union weighs its most expensive possible
     expect(costOf('{ node(id: "r1") { ... on User { name } } }')).toEqual({ api: 1000 });
   });
 
+  it('prices a key shared with a condition nested in a fragment once, as graphql-js runs it', () => {
+    const { costOf: price } = pricer(
+      costSchema(`
+        type Query @tokenBucket(name: "api") { shapes(first: Int): [Shape] }
+        interface Shape @tokenBucket(name: "shape", cost: 1) { area: Float }
+        type Square implements Shape { area: Float side: Int }
+        type Circle implements Shape { area: Float radius: Float }
+      `),
+    );
+    // A Circle runs __typename and area (shape: 2 each), a Square __typename (1): 3 × 2, however the selections are written.
+    const merged = price('{ shapes(first: 3) { ... on Square { __typename } ... on Circle { __typename area } } }');
+    expect(merged).toEqual({ api: 3, shape: 6 });
+    expect(price('{ shapes(first: 3) { __typename ...F1 } }\nfragment F0 on Circle { area __typename }\nfragment F1 on Shape { ...F0 }')).toEqual(merged);
+  });
+
   it("lets the field's own @cost win over its type's", () => {
     const { costOf: price } = pricer(costSchema(`${SDL.replace('nodes(first: Int): [Node]', 'nodes(first: Int): [Node] @cost(weight: "2")')}`));
     expect(price('{ nodes(first: 50) { id } }')).toEqual({ api: 100 });

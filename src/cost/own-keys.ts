@@ -142,6 +142,11 @@ export class OwnKeys {
     return signature;
   }
 
+  /** Whether a part is priced on each type of its level rather than as its most over a class: where a key hoisted out of it sits under a condition inside it, on its level's own type. */
+  pricedOnType(part: Part, level: Level): boolean {
+    return pricedOnType(part, level) && this.excluded(part).guards.length > 0;
+  }
+
   /** The keys hoisted out of a part. */
   excluded(part: Part): Excluded {
     let known = this.excludedKeys.get(part);
@@ -220,9 +225,21 @@ export class OwnKeys {
       for (const type of guard) push(more, type, made);
     }
     const named = new Set<CompositeCost>(more.keys());
-    for (const part of level.parts) if (part.guard !== null) for (const type of part.guard) named.add(type);
+    for (const part of level.parts) {
+      if (part.guard !== null) for (const type of part.guard) named.add(type);
+      // A key hoisted out of a part under a condition inside it is taken out
+      // at the price that condition gives it on each type, which the most of
+      // the part over a class cannot be paired with: the part is priced on
+      // the type itself (`pricedOnType`), and every type a condition inside
+      // it names is told apart, so that it prices alike on the others.
+      if (this.pricedOnType(part, level)) for (const entries of this.levels.flat(part.level).values()) for (const entry of entries) if (entry.guard !== null) for (const type of entry.guard) named.add(type);
+    }
     return new OwnPlan([...named], base, more.size === 0 ? null : more);
   }
+}
+
+function pricedOnType(part: Part, level: Level): boolean {
+  return part.excluded.length > 0 && part.level.type === level.type;
 }
 
 const NONE: readonly OwnGroup[] = [];

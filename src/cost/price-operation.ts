@@ -341,7 +341,7 @@ export class Estimate {
           continue;
         }
         frame.partPhase = 1;
-        if (frame.classIndex < 0) {
+        if (frame.classIndex < 0 || this.own.pricedOnType(part, frame.level!)) {
           const known = this.callAt(part.level, type, context, true);
           if (known === null) {
             frame.waiting = PART;
