@@ -279,3 +279,26 @@ describe('a page-size normaliser listed before the limiter, as the manual says t
     expect(charged).toBeGreaterThanOrEqual(200);
   });
 });
+
+describe("Apollo Server and Apollo Gateway, a plugin in executionDidStart that replaces requestContext.request", () => {
+  // Apollo Server's executor (and a gateway's) reads `requestContext.request` when it runs: a new request object
+  // carrying other variables ran 200 products for a charge of 2 while the old request's properties were held.
+  it.each(['Apollo Server', 'Apollo Gateway'] as const)('%s: no more runs than was charged', async (kind) => {
+    const store = new RecordingStore(new RedisStore(redis, { prefix: uniquePrefix('later') }));
+    const plugin: ApolloServerPlugin<BaseContext> = {
+      requestDidStart: async () => ({
+        executionDidStart: async (requestContext) => {
+          (requestContext as unknown as Record<string, unknown>)['request'] = { ...requestContext.request, variables: { n: 200 } };
+        },
+      }),
+    };
+    const server = await startServer(kind, shared.graphs, { limits: { store, buckets: [api] }, apolloPlugins: [plugin] });
+    stops.push(() => server.stop());
+    const user = fresh();
+    const before = server.work.units;
+    const answer = await server.post(PAGE, user);
+    const charged = 100_000 - (await tokensLeft(store, api, user));
+    expect(charged).toBeGreaterThan(0);
+    await expectNoMoreThanPriced(kind, answer, () => server.work.units - before, charged, server.logger.errors);
+  });
+});

@@ -200,8 +200,9 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
 }
 
 /**
- * Holds what Apollo Server's executor will read — `requestContext.document`
- * (and the `queryHash` and `source` Apollo Gateway plans by), `request.query`,
+ * Holds what Apollo Server's executor will read — `requestContext.request`
+ * and `requestContext.document` (and the `queryHash` and `source` Apollo
+ * Gateway plans by), `request.query`,
  * `request.operationName` and `request.variables` (now a frozen copy) — to
  * what this plugin prices (see core/held-operation.ts). A later plugin that
  * assigns another value fails the operation with a generic 500, the reason
@@ -219,7 +220,8 @@ function holdOperation(
   const document = freezeDocument(requestContext.document);
   const variables = frozenVariables(request.variables);
   holdProperties(request, { query: request.query, operationName: request.operationName, variables }, (name) => refuse(`request.${name}`));
-  holdProperties(requestContext, { document, queryHash: requestContext.queryHash, source: requestContext.source }, (name) => refuse(`requestContext.${name}`));
+  // The request object itself too: Apollo Server's executor (and a gateway's) reads `requestContext.request` when it runs.
+  holdProperties(requestContext, { request, document, queryHash: requestContext.queryHash, source: requestContext.source }, (name) => refuse(`requestContext.${name}`));
   return { document, variables };
 }
 
