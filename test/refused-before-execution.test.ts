@@ -4,6 +4,9 @@
 // and Hive Gateway (POST, GET, batches, subscriptions). Before, three 400s
 // for a variable that did not coerce took three charges (priced with the
 // argument's default). Variables are priced as the executor coerces them.
+import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import type { Plugin as EnvelopPlugin } from '@envelop/core';
+import { GraphQLError } from 'graphql';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Rate, RedisStore, TokenBucket } from '../src/index.js';
 import { postSse, run } from './support/adapters.js';
@@ -141,5 +144,63 @@ describe('GraphQL Yoga, a subscription over SSE', () => {
     const answer = await postSse(server.url, { query: 'subscription($n: Int!) { productsAdded(first: $n) { id } }', variables: { n: 'many' } }, { [USER]: user });
     expect(answer.status).toBe(400);
     expect(await tokensLeft(store, api, user)).toBe(1000);
+  });
+});
+
+describe.each(HTTP_SERVERS)('%s, refused by a plugin after the limiter', (kind) => {
+  // A plugin after the limiter that refuses the operation (a depth limit, an authorisation check) in Apollo
+  // Server's didResolveOperation or envelop's onExecute, or answers it itself with errors alone: nothing
+  // executes, so nothing is kept. Before, each such refusal kept the operation's whole charge.
+  const refusing = (operationName: unknown): boolean => operationName === 'Deep';
+  const refusal = () => new GraphQLError('Too deep.', { extensions: { code: 'TOO_DEEP', http: { status: 400 } } });
+  const throwing: { apollo: ApolloServerPlugin<BaseContext>; envelop: EnvelopPlugin } = {
+    apollo: {
+      requestDidStart: async () => ({
+        didResolveOperation: async ({ request }) => {
+          if (refusing(request.operationName)) throw refusal();
+        },
+      }),
+    },
+    envelop: {
+      onExecute: ({ args }) => {
+        if (refusing(args.operationName)) throw refusal();
+      },
+    },
+  };
+  const answering: { apollo: ApolloServerPlugin<BaseContext>; envelop: EnvelopPlugin } = {
+    apollo: {
+      requestDidStart: async () => ({
+        responseForOperation: async ({ request }) =>
+          refusing(request.operationName) ? ({ http: { headers: new Map(), status: 400 }, body: { kind: 'single', singleResult: { errors: [refusal()] } } } as never) : null,
+      }),
+    },
+    envelop: {
+      onExecute: ({ args, setResultAndStopExecution }) => {
+        if (refusing(args.operationName)) setResultAndStopExecution({ errors: [refusal()] });
+      },
+    },
+  };
+  const DEEP = { query: 'query Deep($n: Int!) { products(first: $n) { id } }', variables: { n: 2 }, operationName: 'Deep' };
+
+  it.each([
+    ['throwing in its hook', throwing],
+    ['answering with errors alone', answering],
+  ] as const)('%s: no token kept, alone or in a batch beside an operation that runs', async (_how, plugin) => {
+    const store = recordingStore();
+    const server = await startServer(kind, shared.graphs, { limits: { store, buckets: [api] }, apolloPlugins: [plugin.apollo], envelopPlugins: [plugin.envelop] });
+    stops.push(() => server.stop());
+    const user = fresh();
+    const work = server.work.total;
+    const alone = await server.post(DEEP, user);
+    expect(alone.body.errors?.[0]?.message).toBe('Too deep.');
+    expect(server.work.total).toBe(work);
+    expect(await tokensLeft(store, api, user)).toBe(1000);
+    const batch = await server.post([DEEP, { query: PAGE, variables: { n: 2 } }], user);
+    const bodies = batch.body as unknown as ResponseBody[];
+    expect(bodies[0]?.errors?.[0]?.message).toBe('Too deep.');
+    expect(bodies[1]?.data).toEqual({ products: [{ id: '1' }, { id: '2' }] });
+    // The batch's second operation alone is kept: what it was charged.
+    const charges = store.calls.flat().filter((r) => r.key === user);
+    expect(await tokensLeft(store, api, user)).toBe(1000 - charges[charges.length - 1]!.cost);
   });
 });

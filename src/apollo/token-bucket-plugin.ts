@@ -23,7 +23,7 @@ import { supergraphPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
 import type { Decision, OperationInput } from '../core/limiter.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
-import { refundUnused } from '../core/refunds.js';
+import { carriesData, refundUnused, returnUnexecuted } from '../core/refunds.js';
 import { subscriptionAnnotations, subscriptionsLimited } from '../core/subscriptions.js';
 import type { TokenBucketPluginOptions } from './options.js';
 import type { TokenBucketApolloPlugin } from './plugin-type.js';
@@ -91,6 +91,14 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
       /** The answer to `GraphQL-Cost: validate`, sent instead of running the operation. */
       let validated: Record<string, BucketCheck> | undefined;
       let retryAfterSeconds: number | undefined;
+      /**
+       * The decision while its store call is out: plugins' didResolveOperation
+       * hooks run at once, and one after this plugin that refuses the
+       * operation sends its response before the call returns.
+       */
+      let deciding: Promise<Decision | undefined> | undefined;
+      /** Whether Apollo Server went on to execute the operation. */
+      let executed = false;
 
       return {
         async didResolveOperation(requestContext) {
@@ -120,7 +128,11 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           let dry: DryRun | undefined;
           try {
             if (mode === 'validate') dry = await dryRun(limiter, input);
-            else decision = await limiter.decide(input);
+            else {
+              const decided = limiter.decide(input);
+              deciding = decided.catch(() => undefined);
+              decision = await decided;
+            }
           } catch (error) {
             // An operation the cost analysis refuses is the client's to fix.
             if (error instanceof GraphQLError) throw withHttpStatus(error, 400, apolloHttp);
@@ -153,6 +165,10 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
           }
         },
 
+        async executionDidStart() {
+          executed = true;
+        },
+
         async responseForOperation() {
           if (validated === undefined) return null;
           // Priced and checked, not run: no `data`, HTTP 200.
@@ -172,16 +188,20 @@ export function tokenBucketPlugin<TContext extends BaseContext = BaseContext>(
             const seconds = Number.isFinite(existing) ? Math.max(existing, retryAfterSeconds) : retryAfterSeconds;
             http.headers.set('retry-after', String(seconds));
           }
-          if (decision?.kind === 'allowed' && input !== undefined) {
+          // Admitted, then refused by a plugin after this one: its store call may still be out.
+          const admitted = decision ?? (executed ? undefined : await deciding);
+          if (admitted?.kind === 'allowed' && input !== undefined) {
             const body = requestContext.response.body;
+            const unexecuted = !executed && !(body?.kind === 'single' ? carriesData(body.singleResult) : body?.kind === 'incremental');
             // An incremental delivery or a subscription keeps its estimate.
-            const refunded =
-              refundUnusedCost && body?.kind === 'single' && input.operation.operation !== 'subscription'
+            const refunded = unexecuted
+              ? await returnUnexecuted(limiter, requestContext.logger, admitted)
+              : refundUnusedCost && body?.kind === 'single' && input.operation.operation !== 'subscription'
                 ? // The errors as execution raised them: `formatError` may have dropped their paths from the body.
-                  await refundUnused(limiter, input, decision, { data: body.singleResult.data, errors: requestContext.errors })
+                  await refundUnused(limiter, input, admitted, { data: body.singleResult.data, errors: requestContext.errors })
                 : undefined;
-            if (rateLimitHeaders) fieldsByResponse.for(http).addDecision(decision, refunded);
-            const report = reportCost || mode === 'report' ? limiter.report(decision, refunded) : undefined;
+            if (rateLimitHeaders) fieldsByResponse.for(http).addDecision(admitted, refunded);
+            const report = reportCost || mode === 'report' ? limiter.report(admitted, refunded) : undefined;
             if (report) {
               if (body?.kind === 'single') {
                 body.singleResult.extensions = { ...body.singleResult.extensions, rateLimit: report };

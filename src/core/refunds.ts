@@ -3,6 +3,7 @@ import type { DocumentNode, FragmentDefinitionNode, GraphQLNamedType, GraphQLOut
 import type { AcquireRequest, BucketStore } from '../stores/bucket-store.js';
 import { describeError } from './errors.js';
 import type { Decision, Limiter, OperationInput } from './limiter.js';
+import type { Logger } from './options.js';
 import { withTimeout } from './timeout.js';
 
 /** Default of `refundUnusedCost`: an operation pays its estimate. */
@@ -94,6 +95,55 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
     remaining[i] = after?.[r] ?? Math.min(charges[i]!.bucket.capacity, (remaining[i] ?? 0) + refunds[r]!.cost);
   });
   return { actualCosts, remaining };
+}
+
+/**
+ * Gives back everything an admitted operation took, when its executor was
+ * never called: a plugin after the limiter refused it (a depth limit, an
+ * authorisation check, an error thrown in its hook) or answered it without
+ * data. Invariant: an operation that never executes keeps no token, with or
+ * without `refundUnusedCost`. Never throws: a failed return is logged and the
+ * tokens stay taken.
+ */
+export async function returnUnexecuted<TContext>(limiter: Limiter<TContext>, logger: Logger, decision: Admitted): Promise<Refunded> {
+  const { charges } = decision;
+  const refunds: AcquireRequest[] = [];
+  charges.forEach(({ bucket, key }, i) => {
+    const taken = decision.taken[i] ?? 0;
+    if (taken > 0) refunds.push({ bucket, key, cost: taken });
+  });
+  const returned = { actualCosts: charges.map(() => 0), remaining: decision.remaining };
+  if (refunds.length === 0) return returned;
+  const { store, storeTimeoutMs } = limiter.settings;
+  if (typeof store.refundAll !== 'function' && typeof store.refund !== 'function') {
+    logger.warn('graphql-token-bucket: an operation was refused after it was charged, and the store cannot give tokens back (it has no refundAll or refund): it keeps its cost');
+    return { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
+  }
+  let after: number[] | undefined;
+  try {
+    after = await withTimeout(
+      Promise.resolve().then(() => refundAll(store, refunds)),
+      storeTimeoutMs,
+    );
+  } catch (error) {
+    logger.warn(`graphql-token-bucket: returning the tokens of an operation refused after it was charged failed, it keeps its cost: ${describeError(error)}`);
+    return { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
+  }
+  refunds.forEach(({ bucket, key }, r) => limiter.tokensReturned(bucket, key, after?.[r]));
+  let r = 0;
+  const remaining = charges.map(({ bucket }, i) => {
+    const taken = decision.taken[i] ?? 0;
+    if (taken === 0) return decision.remaining[i] ?? 0;
+    const left = after?.[r] ?? Math.min(bucket.capacity, (decision.remaining[i] ?? 0) + taken);
+    r += 1;
+    return left;
+  });
+  return { ...returned, remaining };
+}
+
+/** Whether a response carries data: one that does not was refused, or failed before anything ran. */
+export function carriesData(result: { readonly data?: unknown } | undefined): boolean {
+  return result?.data !== undefined && result.data !== null;
 }
 
 /**

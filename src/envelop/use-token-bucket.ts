@@ -18,7 +18,7 @@ import type { PricingSource } from '../cost/federation.js';
 import type { BucketReport, Decision, OperationInput } from '../core/limiter.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
-import { refundUnused } from '../core/refunds.js';
+import { carriesData, refundUnused, returnUnexecuted } from '../core/refunds.js';
 import { withRateLimitReport } from '../core/result-extensions.js';
 import { warnOfUnchargedEvents } from '../core/subscriptions.js';
 import { USE_TOKEN_BUCKET_OPTIONS } from './options.js';
@@ -83,13 +83,19 @@ function holdArgs(args: PricedArgs, refuse: (what: string) => never): Readonly<P
 /**
  * `run` (envelop's execute or subscribe), called only with the arguments held
  * for it: a later plugin's wrapper that hands it others fails the operation,
- * as a later plugin assigning them does.
+ * as a later plugin assigning them does. `started` marks the call.
  */
-function asPriced<TArgs extends PricedArgs, TResult>(run: (args: TArgs) => TResult, held: Readonly<PricedArgs>, refuse: (what: string) => never): (args: TArgs) => TResult {
+function asPriced<TArgs extends PricedArgs, TResult>(
+  run: (args: TArgs) => TResult,
+  held: Readonly<PricedArgs>,
+  refuse: (what: string) => never,
+  started: { value: boolean },
+): (args: TArgs) => TResult {
   return (args) => {
     for (const name of HELD) {
       if (args[name] !== held[name]) refuse(`the ${name} handed to the execute function`);
     }
+    started.value = true;
     return run(args);
   };
 }
@@ -125,6 +131,13 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
   // Keyed by Yoga's Request, which the operations of an HTTP batch share.
   const fieldsByRequest = new RateLimitFieldsByResponse();
   const refusals = new BatchRefusals<Request>();
+  /**
+   * Per request, the admitted operations whose executor has not been called:
+   * a plugin after this one that throws in its onExecute ends the operation
+   * with no hook of this one called, so their tokens come back when the
+   * response is sent.
+   */
+  const unexecuted = new WeakMap<Request, Set<() => Promise<unknown>>>();
   let loaded = false;
   /** A later plugin changed what was priced: logged, and the operation fails with a generic 500. */
   const refuse = (what: string): never => {
@@ -197,7 +210,12 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       if (options.logger === undefined) logger = yoga.logger;
     },
 
-    onResponse({ request, response, setResponse, fetchAPI }) {
+    async onResponse({ request, response, setResponse, fetchAPI }) {
+      const returns = unexecuted.get(request);
+      if (returns !== undefined) {
+        unexecuted.delete(request);
+        await Promise.all([...returns].map((giveBack) => giveBack()));
+      }
       if (rateLimitHeaders) fieldsByRequest.get(request)?.writeTo(response.headers);
       // GraphQL Yoga answers a batch 200 whatever its operations' errors; one
       // with an operation the limiter refused answers as Apollo Server's
@@ -244,7 +262,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
-      setExecuteFn(asPriced(executeFn, holdArgs(args, refuse), refuse));
+      const started = { value: false };
+      setExecuteFn(asPriced(executeFn, holdArgs(args, refuse), refuse, started));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -253,13 +272,27 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       }
       const { input, decision, mode } = admission;
       if (decision.kind !== 'allowed') return;
-      const request = rateLimitHeaders ? requestOf(args.contextValue) : undefined;
+      // Until the executor is called, a plugin after this one may still refuse the operation.
+      const yogaRequest = requestOf(args.contextValue);
+      const giveBack = () => returnUnexecuted(limiter, logger, decision);
+      if (yogaRequest !== undefined) {
+        let returns = unexecuted.get(yogaRequest);
+        if (returns === undefined) unexecuted.set(yogaRequest, (returns = new Set()));
+        returns.add(giveBack);
+      }
+      const request = rateLimitHeaders ? yogaRequest : undefined;
       const reported = reportCost || mode === 'report';
-      if (!reported && request === undefined && !refundUnusedCost) return;
       return {
         async onExecuteDone({ result, setResult }) {
+          if (yogaRequest !== undefined) unexecuted.get(yogaRequest)?.delete(giveBack);
           if (!isAsyncIterable(result)) {
-            const refunded = refundUnusedCost ? await refundUnused(limiter, input, decision, result) : undefined;
+            // Answered by a plugin after this one without running (and without data): nothing ran, nothing is kept.
+            const refunded =
+              !started.value && !carriesData(result)
+                ? await giveBack()
+                : refundUnusedCost
+                  ? await refundUnused(limiter, input, decision, result)
+                  : undefined;
             if (request !== undefined) fieldsByRequest.for(request).addDecision(decision, refunded);
             const report = reported ? limiter.report(decision, refunded) : undefined;
             if (report !== undefined) setResult(withRateLimitReport(result, report));
@@ -275,7 +308,7 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
-      setSubscribeFn(asPriced(subscribeFn, holdArgs(args, refuse), refuse));
+      setSubscribeFn(asPriced(subscribeFn, holdArgs(args, refuse), refuse, { value: false }));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
