@@ -6,7 +6,7 @@
 // after it had taken: reset, then acquire 3 of 10, both issued in order, left
 // the bucket full (the acquire answered 2 left, from before the reset). A
 // reset now always goes by source, so nothing the store makes after it runs
-// before it.
+// before it. On a single Redis and on a Cluster, with every client family.
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rate } from '../src/rate.js';
@@ -16,41 +16,51 @@ import { TokenBucket } from '../src/token-bucket.js';
 import { CLIENT_FAMILIES, openClient } from './support/client-families.js';
 import type { OpenedClient } from './support/client-families.js';
 import { redisClient, uniquePrefix } from './support/clients.js';
-import { startRedisServer } from './support/redis-server.js';
-import type { RedisServerProcess } from './support/redis-server.js';
+import { startRedisCluster, startRedisServer } from './support/redis-server.js';
+import type { RedisClusterProcess, RedisServerProcess } from './support/redis-server.js';
 
 const bucket = new TokenBucket('flushed', 10, Rate.perHour(1));
 // the acquire script as another process sends it on its first call after the flush
 const acquireSource = new LuaScript('acquire.lua').source;
 
 let server: RedisServerProcess;
+let cluster: RedisClusterProcess;
 let admin: Redis;
+let masters: Redis[];
 beforeAll(async () => {
-  // a server of this file's own: SCRIPT FLUSH would make other files' calls counts wrong
-  server = await startRedisServer();
+  // a server and a Cluster of this file's own: SCRIPT FLUSH would make other files' call counts wrong
+  [server, cluster] = await Promise.all([startRedisServer(), startRedisCluster({ masters: 3 })]);
   admin = redisClient(server.url);
-});
+  masters = cluster.nodes.map(({ host, port }) => redisClient(`redis://${host}:${port}`));
+}, 60_000);
 afterAll(async () => {
-  admin.disconnect();
-  await server.stop();
+  for (const redis of [admin, ...masters]) redis.disconnect();
+  await Promise.all([server.stop(), cluster.stop()]);
 });
 
-describe.each(CLIENT_FAMILIES)('%s', (family) => {
+/** SCRIPT FLUSH on every server of `kind`, and another process's first call after it: acquire.lua loaded. */
+async function flushedThenAcquireLoaded(kind: 'redis' | 'cluster'): Promise<void> {
+  for (const redis of kind === 'redis' ? [admin] : masters) {
+    await redis.script('FLUSH');
+    await redis.script('LOAD', acquireSource);
+  }
+}
+
+describe.each(CLIENT_FAMILIES.flatMap((family) => (['redis', 'cluster'] as const).map((kind) => [family, kind] as const)))('%s, %s', (family, kind) => {
   let opened: OpenedClient;
   beforeAll(async () => {
-    opened = openClient(family, { kind: 'redis', url: server.url });
+    opened = openClient(family, kind === 'redis' ? { kind, url: server.url } : { kind, nodes: cluster.nodes });
     await opened.connect();
   });
   afterAll(() => opened.close().catch(() => undefined));
 
   it('a reset issued before an acquire runs before it after SCRIPT FLUSH, whatever another process loaded', async () => {
     const store = new RedisStore(opened.client, { prefix: uniquePrefix(`flushed-${family}`) });
-    // every script of the store has been sent on its connection before the flush
-    await store.acquire(bucket, 'warm', 1);
-    await store.reset(bucket, 'warm');
+    // every script of the store has been sent on the connection to k's server before the flush
     expect(await store.acquire(bucket, 'k', 5)).toEqual({ allowed: true, remaining: 5 });
-    await admin.script('FLUSH');
-    await admin.script('LOAD', acquireSource);
+    expect(await store.reset(bucket, 'k')).toBe(true);
+    expect(await store.acquire(bucket, 'k', 5)).toEqual({ allowed: true, remaining: 5 });
+    await flushedThenAcquireLoaded(kind);
 
     const [reset, taken] = await Promise.all([store.reset(bucket, 'k'), store.acquire(bucket, 'k', 3)]);
     expect(reset).toBe(true);
