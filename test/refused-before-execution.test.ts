@@ -145,6 +145,28 @@ describe('GraphQL Yoga, a subscription over SSE', () => {
     expect(answer.status).toBe(400);
     expect(await tokensLeft(store, api, user)).toBe(1000);
   });
+
+  it.each([
+    ['throws in its onSubscribe', ((): void => {
+      throw new GraphQLError('Not allowed.', { extensions: { code: 'FORBIDDEN', http: { status: 403 } } });
+    }) as NonNullable<EnvelopPlugin['onSubscribe']>],
+    ['answers it with errors alone', (({ setResultAndStopExecution }) => {
+      setResultAndStopExecution({ errors: [new GraphQLError('Not allowed.', { extensions: { code: 'FORBIDDEN' } })] });
+    }) as NonNullable<EnvelopPlugin['onSubscribe']>],
+  ] as const)('refused by a plugin after the limiter that %s: taking no token, no event sent', async (_how, onSubscribe) => {
+    const store = recordingStore();
+    const server = await startServer('GraphQL Yoga', shared.graphs, { limits: { store, buckets: [api] }, envelopPlugins: [{ onSubscribe }] });
+    stops.push(() => server.stop());
+    const user = fresh();
+    const work = server.work.total;
+    const answer = await postSse(server.url, { query: 'subscription($n: Int!) { productsAdded(first: $n) { id } }', variables: { n: 2 } }, { [USER]: user });
+    expect(JSON.stringify(answer.events)).toContain('Not allowed.');
+    expect(answer.events.filter((e) => e.event === 'next' && (e.data as ResponseBody).data != null)).toEqual([]);
+    expect(server.work.total).toBe(work);
+    // Priced (the store was asked), then given back.
+    expect(store.calls.flat().some((r) => r.key === user)).toBe(true);
+    expect(await tokensLeft(store, api, user)).toBe(1000);
+  });
 });
 
 describe.each(HTTP_SERVERS)('%s, refused by a plugin after the limiter', (kind) => {

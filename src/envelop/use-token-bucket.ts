@@ -16,6 +16,7 @@ import { Limiter } from '../core/limiter.js';
 import { stitchedPricing } from '../cost/federation.js';
 import type { PricingSource } from '../cost/federation.js';
 import type { BucketReport, Decision, OperationInput } from '../core/limiter.js';
+import type { Refunded } from '../core/refunds.js';
 import type { Logger } from '../core/options.js';
 import { RateLimitFieldsByResponse } from '../core/ratelimit-headers.js';
 import { carriesData, refundUnused, returnUnexecuted } from '../core/refunds.js';
@@ -83,19 +84,19 @@ function holdArgs(args: PricedArgs, refuse: (what: string) => never): Readonly<P
 /**
  * `run` (envelop's execute or subscribe), called only with the arguments held
  * for it: a later plugin's wrapper that hands it others fails the operation,
- * as a later plugin assigning them does. `started` marks the call.
+ * as a later plugin assigning them does. `started` is told of the call.
  */
 function asPriced<TArgs extends PricedArgs, TResult>(
   run: (args: TArgs) => TResult,
   held: Readonly<PricedArgs>,
   refuse: (what: string) => never,
-  started: { value: boolean },
+  started: () => void,
 ): (args: TArgs) => TResult {
   return (args) => {
     for (const name of HELD) {
       if (args[name] !== held[name]) refuse(`the ${name} handed to the execute function`);
     }
-    started.value = true;
+    started();
     return run(args);
   };
 }
@@ -144,6 +145,20 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     logger.error(changedAfterPricing(what, owner));
     throw internalError(yogaHttp);
   };
+  /**
+   * An admitted operation whose executor is not called yet: `giveBack` returns
+   * what it took; `executed` takes it off the request's list.
+   */
+  function untilExecuted(contextValue: unknown, decision: Extract<Decision, { kind: 'allowed' }>): { giveBack: () => Promise<Refunded>; executed: () => void } {
+    const request = requestOf(contextValue);
+    const giveBack = () => returnUnexecuted(limiter, logger, decision);
+    if (request !== undefined) {
+      let returns = unexecuted.get(request);
+      if (returns === undefined) unexecuted.set(request, (returns = new Set()));
+      returns.add(giveBack);
+    }
+    return { giveBack, executed: () => void (request !== undefined && unexecuted.get(request)?.delete(giveBack)) };
+  }
   /** True while the server is being created: a schema given then fails the creation; one met later (a gateway's) is logged. */
   let creating = true;
 
@@ -262,8 +277,14 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
-      const started = { value: false };
-      setExecuteFn(asPriced(executeFn, holdArgs(args, refuse), refuse, started));
+      let started = false;
+      let pending: ReturnType<typeof untilExecuted> | undefined;
+      setExecuteFn(
+        asPriced(executeFn, holdArgs(args, refuse), refuse, () => {
+          started = true;
+          pending?.executed();
+        }),
+      );
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -273,23 +294,17 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       const { input, decision, mode } = admission;
       if (decision.kind !== 'allowed') return;
       // Until the executor is called, a plugin after this one may still refuse the operation.
-      const yogaRequest = requestOf(args.contextValue);
-      const giveBack = () => returnUnexecuted(limiter, logger, decision);
-      if (yogaRequest !== undefined) {
-        let returns = unexecuted.get(yogaRequest);
-        if (returns === undefined) unexecuted.set(yogaRequest, (returns = new Set()));
-        returns.add(giveBack);
-      }
-      const request = rateLimitHeaders ? yogaRequest : undefined;
+      const admitted = (pending = untilExecuted(args.contextValue, decision));
+      const request = rateLimitHeaders ? requestOf(args.contextValue) : undefined;
       const reported = reportCost || mode === 'report';
       return {
         async onExecuteDone({ result, setResult }) {
-          if (yogaRequest !== undefined) unexecuted.get(yogaRequest)?.delete(giveBack);
+          admitted.executed();
           if (!isAsyncIterable(result)) {
             // Answered by a plugin after this one without running (and without data): nothing ran, nothing is kept.
             const refunded =
-              !started.value && !carriesData(result)
-                ? await giveBack()
+              !started && !carriesData(result)
+                ? await admitted.giveBack()
                 : refundUnusedCost
                   ? await refundUnused(limiter, input, decision, result)
                   : undefined;
@@ -308,7 +323,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
     },
 
     async onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
-      setSubscribeFn(asPriced(subscribeFn, holdArgs(args, refuse), refuse, { value: false }));
+      let pending: ReturnType<typeof untilExecuted> | undefined;
+      setSubscribeFn(asPriced(subscribeFn, holdArgs(args, refuse), refuse, () => pending?.executed()));
       const admission = await admit(args);
       if (admission === null) return;
       if (admission.answer) {
@@ -316,6 +332,8 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
         return;
       }
       const { input, decision, mode } = admission;
+      // Until the subscribe function is called, a plugin after this one may still refuse the subscription.
+      if (decision.kind === 'allowed') pending = untilExecuted(args.contextValue, decision);
       if (rateLimitHeaders && decision.kind === 'allowed') {
         const request = requestOf(args.contextValue);
         if (request !== undefined) fieldsByRequest.for(request).addDecision(decision);
@@ -323,20 +341,18 @@ export function useTokenBucket<TContext extends object = Record<string, unknown>
       // An operation nothing charges costs nothing per event either.
       if (decision.kind === 'free') return;
       const reported = reportCost || mode === 'report';
-      if (eachEvent) {
-        return {
-          onSubscribeResult({ result, setResult }) {
-            if (isAsyncIterable(result)) setResult(chargeEachEvent(limiter, input, result, reported));
-          },
-        };
-      }
       // The first event carries what starting the subscription cost, as Apollo Server's answer does.
-      const report = reported ? limiter.report(decision) : undefined;
-      if (report === undefined) return;
+      const report = !eachEvent && reported ? limiter.report(decision) : undefined;
       return {
-        onSubscribeResult({ result }) {
+        onSubscribeResult({ result, setResult }) {
+          // Answered by a plugin after this one with events or data: kept, as if it ran.
+          if (isAsyncIterable(result) || carriesData(result)) pending?.executed();
           if (!isAsyncIterable(result)) return;
-          return reportOnFirst(report);
+          if (eachEvent) {
+            setResult(chargeEachEvent(limiter, input, result, reported));
+            return;
+          }
+          return report === undefined ? undefined : reportOnFirst(report);
         },
       };
     },
