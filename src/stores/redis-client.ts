@@ -126,9 +126,11 @@ export interface ClusterNodes {
    * keeps to it (so after whatever the store sent there before), and nowhere
    * else: a redirection is not followed. When the node ran nothing (it
    * answered MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING or READONLY, could not
-   * read the script, or is not known), it rejects with `NotRun`.
+   * read the script, or is not known), it rejects with `NotRun`. `argKeys`:
+   * keys the script reads from ARGV, after `args`, sent as the client sends
+   * every key (with an ioredis `keyPrefix` before them, as in KEYS).
    */
-  runScript(address: string, script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  runScript(address: string, script: Script, keys: readonly string[], args: readonly (string | number)[], argKeys?: readonly string[]): Promise<unknown>;
 }
 
 /** A call a Cluster node did not run: nothing was applied, so its work may be sent again elsewhere. */
@@ -197,7 +199,7 @@ function ioredisLike(client: IoredisLikeClient): ScriptClient {
       try {
         return await connection.use((own) => {
           // the connection Redis runs it on: on a Cluster, the one to the master of its first key's slot
-          const on = cluster ? (masterOf(own as Cluster, keys[0]!) ?? own) : own;
+          const on = cluster ? (masterOf(own as Cluster, keyPrefixOf(own) + keys[0]!) ?? own) : own;
           return bySource(on, script, 'close')
             ? own.eval(script.source, keys.length, ...keys, ...args)
             : own.evalsha(script.sha, keys.length, ...keys, ...args);
@@ -235,31 +237,44 @@ function ioredisNodes(connection: OwnConnection): ClusterNodes {
   return {
     of(key) {
       const own = connection.current;
-      return own === undefined ? undefined : addressOf(own as Cluster, key);
+      return own === undefined ? undefined : addressOf(own as Cluster, keyPrefixOf(own) + key);
     },
-    async runScript(address, script, keys, args) {
-      const run = (command: (node: Redis) => Promise<unknown>): Promise<unknown> =>
+    async runScript(address, script, keys, args, argKeys = []) {
+      /** Runs `command` on the master at `address` with the KEYS and ARGV Redis is to receive. */
+      const run = (command: (node: Redis, keys: string[], args: (string | number)[]) => Promise<unknown>): Promise<unknown> =>
         connection.use(async (own) => {
           const node = master(own as Cluster, address);
           if (node === undefined) throw new NotRun(`no master at ${address}`);
+          // The keys as the Cluster writes them (its keyPrefix before each); the node puts its own before KEYS.
+          const prefix = keyPrefixOf(own);
+          const nodePrefix = node.options.keyPrefix ?? '';
+          const written = keys.map((key) => prefix + key);
+          if (!written.every((key) => key.startsWith(nodePrefix))) throw new NotRun(`the node's keyPrefix is not the Cluster's`);
           try {
-            return await command(node);
+            return await command(
+              node,
+              written.map((key) => key.slice(nodePrefix.length)),
+              [...args, ...argKeys.map((key) => prefix + key)],
+            );
           } catch (error) {
             throw refusal(error);
           }
         });
       try {
-        return await run((node) =>
-          bySource(node, script, 'close')
-            ? node.eval(script.source, keys.length, ...keys, ...args)
-            : node.evalsha(script.sha, keys.length, ...keys, ...args),
+        return await run((node, k, a) =>
+          bySource(node, script, 'close') ? node.eval(script.source, k.length, ...k, ...a) : node.evalsha(script.sha, k.length, ...k, ...a),
         );
       } catch (error) {
         if (!isNoScript(error)) throw error;
-        return await run((node) => node.eval(script.source, keys.length, ...keys, ...args));
+        return await run((node, k, a) => node.eval(script.source, k.length, ...k, ...a));
       }
     },
   };
+}
+
+/** What an ioredis (iovalkey) client writes before every key it sends: its `keyPrefix` (a Cluster's, else its nodes'). */
+function keyPrefixOf(own: Redis | Cluster): string {
+  return own.options.keyPrefix ?? '';
 }
 
 /** node-redis's default reply types (integers as numbers, bulk strings as strings), overriding the client's typeMapping. */
@@ -358,7 +373,7 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
     sharedKeys: MAX_SHARED_KEYS,
     nodes: {
       of: (key) => (cluster.isOpen ? cluster.slots[clusterSlot(key)]?.master.address : undefined),
-      async runScript(address, script, keys, args) {
+      async runScript(address, script, keys, args, argKeys = []) {
         const send = async (command: string[]): Promise<unknown> => {
           const client = master(address);
           if (client === undefined || !client.isReady) throw new NotRun(`no connected master at ${address}`);
@@ -368,7 +383,7 @@ function nodeRedisCluster(cluster: NodeRedisCluster): ScriptClient {
             throw refusal(error);
           }
         };
-        const command = evalShaCommand(script, keys, args);
+        const command = evalShaCommand(script, keys, [...args, ...argKeys]);
         const client = master(address);
         try {
           return await send(bySource(client, script, 'connect') ? asEval(command, script) : command);

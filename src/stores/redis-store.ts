@@ -232,9 +232,10 @@ export class RedisStore<Client extends RedisStoreClient = RedisStoreClient> impl
    * when the node ran nothing of it (its first key moved, say), so that each operation runs alone.
    */
   private async runOnNode(address: string, keys: readonly string[], args: readonly number[]): Promise<unknown> {
-    const argv: (string | number)[] = [-args[0]!, ...args.slice(1), ...keys];
+    const argv: (string | number)[] = [-args[0]!, ...args.slice(1)];
     try {
-      return await this.redis.nodes!.runScript(address, this.acquireOnNodeLua, [keys[0]!], argv);
+      // the keys follow in ARGV, written as the client writes keys (an ioredis keyPrefix before each)
+      return await this.redis.nodes!.runScript(address, this.acquireOnNodeLua, [keys[0]!], argv, keys);
     } catch (error) {
       if (!(error instanceof NotRun)) throw error;
       if (error.unreadable) this.perNode = false; // Redis 6.2: shared per slot from now on
