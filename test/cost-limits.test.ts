@@ -273,7 +273,7 @@ describe('depth', () => {
     let data: Record<string, unknown> = { id: '1' };
     for (let i = 0; i < 100_000; i++) data = { child: data };
     expect(Object.fromEntries(model.actualCostOf(document, operation, undefined, { items: [data] }))).toEqual({ api: 100_001, items: 1 });
-  });
+  }, 120_000); // about 3 s alone (linear: 17 µs a level), past 20 s on a loaded machine; nothing here depends on time
 
   it('prices variables nested deeper than graphql-js coerces by what was sent', () => {
     // Whether graphql-js runs out of stack coercing them depends on how deep
