@@ -1,15 +1,17 @@
 import type { GraphQLError } from 'graphql';
 import type { RouterRequest } from './options.js';
+import type { Edit } from './raw-json.js';
 
 /**
  * Apollo Router's coprocessor protocol, version 1: the Router POSTs a JSON
  * object (its `Externalizable`) at each stage it is configured for, and
  * reads the coprocessor's answer as the same object, in which `control`,
- * `body`, `headers` and `context` may be changed. A field the answer leaves
- * out keeps its value; at a request stage `control: { break: status }` ends
+ * `body`, `headers` and `context` may be changed (a field left out keeps
+ * its value; the coprocessor sends the payload back whole, only what it
+ * changes replaced). At a request stage `control: { break: status }` ends
  * the request with `body` and `headers` as the client's response (those
- * headers replace the response's); at a response stage a `control` sets the
- * response's status, so an answer never adds one there.
+ * headers replace the response's); at a response stage a `control` sets
+ * the response's status, so an answer never changes the one there.
  */
 export const PROTOCOL_VERSION = 1;
 
@@ -31,8 +33,12 @@ export interface Payload {
   readonly [field: string]: unknown;
 }
 
-/** The answer to one coprocessor request: HTTP 200 with this JSON. */
-export type Answer = Record<string, unknown>;
+/**
+ * What the answer to one coprocessor request changes: the answer is the
+ * payload's own text with these values set (`raw-json.ts`), every other
+ * byte as the Router sent it. None: the payload back unchanged.
+ */
+export type Answer = readonly Edit[];
 
 export type Headers = Record<string, string[]>;
 
@@ -40,25 +46,16 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/**
- * The answer that changes nothing: the control fields alone. The Router keeps
- * every field an answer leaves out, so the client's request and response
- * reach it as it sent them — sent back through `JSON.parse` and
- * `JSON.stringify`, a number beyond 2^53 would come back rounded.
- */
-export function unchanged(payload: Payload): Answer {
-  const answer: Answer = { version: payload.version, stage: payload.stage, id: payload.id };
-  if (payload.control !== undefined) answer['control'] = payload.control;
-  return answer;
+/** The answer that changes nothing: the payload back as the Router sent it, byte for byte. */
+export const UNCHANGED: Answer = Object.freeze([]);
+
+/** An edit setting the member at `path` to `value` (JSON-serialisable). */
+export function set(path: readonly string[], value: unknown): Edit {
+  return { path, json: JSON.stringify(value) ?? 'null' };
 }
 
-/**
- * A part of the answer sent as this JSON text: the Router's response body
- * with the report spliced in (`raw-json.ts`).
- */
-export class RawJson {
-  constructor(readonly text: string) {}
-}
+/** The payload with `control: "continue"`: at a request stage, the operation goes on. */
+export const CONTINUE: Answer = Object.freeze([set(['control'], 'continue')]);
 
 /** The context entries of a payload (`context.entries`), or none. */
 export function contextEntries(payload: Payload): Readonly<Record<string, unknown>> {
@@ -66,9 +63,9 @@ export function contextEntries(payload: Payload): Readonly<Record<string, unknow
   return isObject(entries) ? entries : EMPTY;
 }
 
-/** `answer` with context entries set (the Router upserts each entry an answer holds, and keeps the others). */
+/** `answer` with context entries set inside `context.entries` (the Router upserts each entry an answer holds; the others are sent back as they came). */
 export function withContextEntries(answer: Answer, entries: Readonly<Record<string, unknown>>): Answer {
-  return { ...answer, context: { entries } };
+  return [...answer, ...Object.entries(entries).map(([key, value]) => set(['context', 'entries', key], value))];
 }
 
 /**
@@ -102,8 +99,8 @@ export function headerValue(request: RouterRequest, name: string): string | unde
  * Ends the client's request at a request stage: HTTP `status`, `body` as
  * the client's GraphQL response, `headers` as its only response headers.
  */
-export function breakWith(payload: Payload, status: number, body: Record<string, unknown>, headers: Headers = {}): Answer {
-  return { version: payload.version, stage: payload.stage, id: payload.id, control: { break: status }, body, headers };
+export function breakWith(status: number, body: Record<string, unknown>, headers: Headers = {}): Answer {
+  return [set(['control'], { break: status }), set(['body'], body), set(['headers'], headers)];
 }
 
 /** `{ errors: [error] }` as the client reads it: the error's JSON, without an `http` extension a server may have put there. */

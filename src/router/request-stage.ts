@@ -12,7 +12,7 @@ import { CHARGE_CONTEXT_KEY } from './charge-record.js';
 import type { ChargeRecord } from './charge-record.js';
 import type { CoprocessorState } from './coprocessor-state.js';
 import type { RouterRequest } from './options.js';
-import { breakWith, errorsBody, headerValue, isObject, routerRequest, unchanged, withContextEntries } from './payload.js';
+import { CONTINUE, breakWith, errorsBody, headerValue, isObject, routerRequest, withContextEntries } from './payload.js';
 import type { Answer, Headers, Payload } from './payload.js';
 import type { Supergraph } from './supergraphs.js';
 
@@ -20,34 +20,35 @@ import type { Supergraph } from './supergraphs.js';
  * `SupergraphRequest`: the Router has parsed and validated the client's
  * operation and is about to plan it. The operation is priced against the
  * supergraph SDL of the payload and its tokens taken; the answer lets it
- * run (`control: "continue"`, with what the response stage needs in the
- * context) or ends it (`control: { break: 429 }` and §3's error).
+ * run (the payload with `control: "continue"` and what the response stage
+ * needs in its context entries, every other field as sent) or ends it
+ * (`control: { break: 429 }`, §3's error as `body`, `headers`).
  */
 export async function supergraphRequest(state: CoprocessorState, payload: Payload): Promise<Answer> {
   const { sdl, body } = payload;
   if (typeof sdl !== 'string' || sdl === '') {
     state.once('request-sdl', 'the Router sends no supergraph at the SupergraphRequest stage, so no operation is limited: set `sdl: true` under coprocessor.supergraph.request in router.yaml', 'error');
-    return proceed(payload);
+    return CONTINUE;
   }
   if (!isObject(body)) {
     state.once('request-body', 'the Router sends no body at the SupergraphRequest stage, so no operation is limited: set `body: true` under coprocessor.supergraph.request in router.yaml', 'error');
-    return proceed(payload);
+    return CONTINUE;
   }
   const { query, operationName, variables } = body;
   // No operation the Router runs (it refuses a request without a query string before this stage): a payload the limiter cannot use, passed unchanged.
-  if (typeof query !== 'string') return proceed(payload);
-  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return proceed(payload);
-  if (variables !== undefined && variables !== null && !isObject(variables)) return proceed(payload);
+  if (typeof query !== 'string') return CONTINUE;
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return CONTINUE;
+  if (variables !== undefined && variables !== null && !isObject(variables)) return CONTINUE;
 
   const supergraph = state.supergraphs.of(sdl);
-  if (supergraph.kind === 'refused') return breakWith(payload, 503, errorsBody(schemaRefusedError()));
+  if (supergraph.kind === 'refused') return breakWith(503, errorsBody(schemaRefusedError()));
   const request = routerRequest(payload);
   const { settings } = state.limiter;
   let mode: CostHeaderMode | undefined;
   if (settings.costHeader) {
     const value = headerValue(request, COST_HEADER);
     const asked = costHeaderMode(value);
-    if (asked === null) return breakWith(payload, 400, errorsBody(invalidCostHeaderError(value ?? '')));
+    if (asked === null) return breakWith(400, errorsBody(invalidCostHeaderError(value ?? '')));
     mode = asked;
   }
   let document;
@@ -55,42 +56,37 @@ export async function supergraphRequest(state: CoprocessorState, payload: Payloa
     document = state.documents.parse(query);
   } catch (error) {
     // The Router parsed it before this stage, with a parser of its own: one graphql-js cannot read cannot be priced, and is refused.
-    return breakWith(payload, 400, errorsBody(unparsedError(error)));
+    return breakWith(400, errorsBody(unparsedError(error)));
   }
   const operation = executedOperation(document, operationName);
   // Nothing to price: refused here, as other servers than graphql-js's may run something.
-  if (!operation) return breakWith(payload, 400, errorsBody(unidentifiedOperationError(document, operationName)));
+  if (!operation) return breakWith(400, errorsBody(unidentifiedOperationError(document, operationName)));
 
   const input: OperationInput<RouterRequest> = { schema: supergraph.schema, document, operation, variables, context: request, logger: state.logger };
   let decision: Decision | undefined;
   try {
-    if (mode === 'validate') return await validated(state, payload, input);
+    if (mode === 'validate') return await validated(state, input);
     decision = await state.limiter.decide(input);
   } catch (error) {
-    return refused(state, payload, error);
+    return refused(state, error);
   }
   const rateLimitFields = settings.rateLimitHeaders ? new RateLimitFields() : undefined;
   switch (decision.kind) {
     case 'free':
-      return proceed(payload);
+      return CONTINUE;
     case 'store_error':
-      return decision.allowed ? proceed(payload) : breakWith(payload, 503, errorsBody(unavailableError()));
+      return decision.allowed ? CONTINUE : breakWith(503, errorsBody(unavailableError()));
     case 'denied': {
       rateLimitFields?.addDecision(decision);
       const headers: Headers = rateLimitFields === undefined ? {} : headersOf(rateLimitFields);
       if (decision.retryAfterMs !== null) headers['retry-after'] = [String(Math.ceil(decision.retryAfterMs / 1000))];
-      return breakWith(payload, 429, errorsBody(rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs)), headers);
+      return breakWith(429, errorsBody(rateLimitedError(decision.bucket, decision.cost, decision.retryAfterMs)), headers);
     }
     case 'allowed': {
       const record = chargeRecord(state, payload, input, decision, mode, supergraph);
-      return record === undefined ? proceed(payload) : withContextEntries(proceed(payload), { [CHARGE_CONTEXT_KEY]: state.sealer.seal(record) });
+      return record === undefined ? CONTINUE : withContextEntries(CONTINUE, { [CHARGE_CONTEXT_KEY]: state.sealer.seal(record) });
     }
   }
-}
-
-/** The operation let through, as the Router sent it. */
-function proceed(payload: Payload): Answer {
-  return { ...unchanged(payload), control: 'continue' };
 }
 
 /** graphql-js's syntax error, or the refusal of a document that nests too deeply for it to parse. */
@@ -100,9 +96,9 @@ function unparsedError(error: unknown): GraphQLError {
 }
 
 /** `GraphQL-Cost: validate`: priced and checked, nothing taken, nothing run; HTTP 200. */
-async function validated(state: CoprocessorState, payload: Payload, input: OperationInput<RouterRequest>): Promise<Answer> {
+async function validated(state: CoprocessorState, input: OperationInput<RouterRequest>): Promise<Answer> {
   const dry = await dryRun(state.limiter, input);
-  if (dry.kind === 'store_error') return breakWith(payload, 503, errorsBody(unavailableError()));
+  if (dry.kind === 'store_error') return breakWith(503, errorsBody(unavailableError()));
   let headers: Headers = {};
   if (state.limiter.settings.rateLimitHeaders && dry.kind === 'checked') {
     const fields = new RateLimitFields();
@@ -110,7 +106,7 @@ async function validated(state: CoprocessorState, payload: Payload, input: Opera
     headers = headersOf(fields);
   }
   // The Router takes a GraphQL response with `data` or `errors`: `data: null`, as nothing ran.
-  return breakWith(payload, 200, { data: null, extensions: { rateLimit: dry.kind === 'checked' ? dryRunReport(dry) : {} } }, headers);
+  return breakWith(200, { data: null, extensions: { rateLimit: dry.kind === 'checked' ? dryRunReport(dry) : {} } }, headers);
 }
 
 /**
@@ -120,13 +116,13 @@ async function validated(state: CoprocessorState, payload: Payload, input: Opera
  * `identify`, or what it returns that is not an identity, is a server
  * error (logged).
  */
-function refused(state: CoprocessorState, payload: Payload, error: unknown): Answer {
+function refused(state: CoprocessorState, error: unknown): Answer {
   if (error instanceof GraphQLError) {
     const http = error.extensions['http'];
     const status = statusOf(http) ?? (error.extensions['code'] === RATE_LIMITER_UNAVAILABLE ? 503 : 400);
-    return breakWith(payload, status, errorsBody(error), headersOfExtension(http));
+    return breakWith(status, errorsBody(error), headersOfExtension(http));
   }
-  return breakWith(payload, 500, errorsBody(operationFault(error, state.logger)));
+  return breakWith(500, errorsBody(operationFault(error, state.logger)));
 }
 
 /** An HTTP status an error's `extensions.http` names (Apollo Server's and GraphQL Yoga's shape). */

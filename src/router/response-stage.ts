@@ -8,8 +8,7 @@ import { TokenBucket } from '../token-bucket.js';
 import { CHARGE_CONTEXT_KEY, SPENT } from './charge-record.js';
 import type { ChargeRecord, ChargedBucket, RefundSource, Unusable } from './charge-record.js';
 import type { CoprocessorState } from './coprocessor-state.js';
-import { RawJson, contextEntries, isObject, routerRequest, unchanged, withContextEntries } from './payload.js';
-import { documentSpan, isObjectAt, member, withMember } from './raw-json.js';
+import { UNCHANGED, contextEntries, isObject, routerRequest, set, withContextEntries } from './payload.js';
 import type { Answer, Payload } from './payload.js';
 import { headersOf } from './request-stage.js';
 import { MAX_SUPERGRAPHS } from './supergraphs.js';
@@ -24,17 +23,17 @@ type Admitted = Extract<Decision, { kind: 'allowed' }>;
  * fields, and gives back what the response shows was not used — once: the
  * answer marks the entry spent, and later payloads of the request find it so.
  */
-export async function supergraphResponse(state: CoprocessorState, payload: Payload, text: string): Promise<Answer> {
+export async function supergraphResponse(state: CoprocessorState, payload: Payload): Promise<Answer> {
   const { settings } = state.limiter;
   if (!isObject(payload.context)) {
     if (settings.reportCost || settings.refundUnusedCost || settings.rateLimitHeaders) {
       state.once('response-context', 'the Router sends no context at the SupergraphResponse stage, so responses have no report, no RateLimit fields and no refund: set `context: all` under coprocessor.supergraph.response in router.yaml');
     }
-    return unchanged(payload);
+    return UNCHANGED;
   }
   const sealed = contextEntries(payload)[CHARGE_CONTEXT_KEY];
-  if (sealed === undefined || sealed === SPENT) return unchanged(payload);
-  const answer = withContextEntries(unchanged(payload), { [CHARGE_CONTEXT_KEY]: SPENT });
+  if (sealed === undefined || sealed === SPENT) return UNCHANGED;
+  let answer = withContextEntries(UNCHANGED, { [CHARGE_CONTEXT_KEY]: SPENT });
   const opened = state.sealer.open(sealed, payload.id);
   if (!opened.ok) {
     state.once(`record-${opened.why}`, UNUSABLE[opened.why]);
@@ -53,36 +52,18 @@ export async function supergraphResponse(state: CoprocessorState, payload: Paylo
   // Incremental delivery and subscriptions keep the estimate: this payload is only the first part.
   const refunded =
     record.refund !== undefined && body !== undefined && payload.hasNext !== true ? await refund(state, payload, record, mac, record.refund, decision, body) : undefined;
-  if (record.report && body !== undefined) {
-    const reported = withReport(text, state.limiter.report(decision, refunded));
-    if (reported !== undefined) answer['body'] = reported;
-  }
+  // The report is set in the body's `extensions` (made when there is none); the rest of the body goes back as the Router sent it.
+  if (record.report && body !== undefined) answer = [...answer, set(['body', 'extensions', 'rateLimit'], state.limiter.report(decision, refunded))];
   if (record.headers) {
     if (isObject(payload.headers)) {
       const fields = new RateLimitFields();
       fields.addDecision(decision, refunded);
-      answer['headers'] = { ...payload.headers, ...headersOf(fields) };
+      answer = [...answer, ...Object.entries(headersOf(fields)).map(([name, values]) => set(['headers', name], values))];
     } else {
       state.once('response-headers', 'the Router sends no headers at the SupergraphResponse stage, so admitted responses have no RateLimit fields: set `headers: true` under coprocessor.supergraph.response in router.yaml');
     }
   }
   return answer;
-}
-
-/**
- * The response body as the Router sent it, with `extensions.rateLimit`
- * added: the last member of its `extensions` object, or of a new
- * `extensions` member added last to the body (either is what a JSON reader
- * takes where a key is repeated).
- */
-function withReport(text: string, report: unknown): RawJson | undefined {
-  const body = member(text, documentSpan(text), 'body');
-  if (body === undefined || !isObjectAt(text, body)) return undefined;
-  const extensions = member(text, body, 'extensions');
-  if (extensions !== undefined && isObjectAt(text, extensions)) {
-    return new RawJson(text.slice(body.start, extensions.start) + withMember(text, extensions, 'rateLimit', JSON.stringify(report)) + text.slice(extensions.end, body.end));
-  }
-  return new RawJson(withMember(text, body, 'extensions', JSON.stringify({ rateLimit: report })));
 }
 
 const UNUSABLE: Readonly<Record<Unusable | 'buckets', string>> = {

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { describeError, internalError } from '../core/errors.js';
 import { Limiter } from '../core/limiter.js';
+import type { Logger } from '../core/options.js';
 import { ChargeSealer, RefundLedger } from './charge-record.js';
 import type { CoprocessorState } from './coprocessor-state.js';
 import { Documents } from './documents.js';
 import { ROUTER_OPTIONS, routerSettings } from './options.js';
 import type { RouterCoprocessorOptions, RouterRequest } from './options.js';
-import { PROTOCOL_VERSION, RawJson, SUPERGRAPH_REQUEST, SUPERGRAPH_RESPONSE, breakWith, errorsBody, isObject, unchanged } from './payload.js';
+import { PROTOCOL_VERSION, SUPERGRAPH_REQUEST, SUPERGRAPH_RESPONSE, UNCHANGED, breakWith, errorsBody, isObject } from './payload.js';
 import type { Answer, Payload } from './payload.js';
+import { documentSpan, withEdits } from './raw-json.js';
 import { supergraphRequest } from './request-stage.js';
 import { supergraphResponse } from './response-stage.js';
 import { Supergraphs } from './supergraphs.js';
@@ -16,13 +18,15 @@ import { Supergraphs } from './supergraphs.js';
 /**
  * Apollo Router's coprocessor, as a Node request listener: each POST is a
  * payload of the Router's coprocessor protocol (version 1), answered with
- * HTTP 200 and what the limiter changes of it (the Router keeps every field
- * an answer leaves out). At `SupergraphRequest` the operation is
+ * HTTP 200 and the payload itself: its text as the Router sent it, with
+ * only the members the limiter changes replaced (`raw-json.ts`), so what
+ * the limiter leaves alone comes back byte for byte, numbers beyond 2^53
+ * included. At `SupergraphRequest` the operation is
  * priced against the supergraph the Router sends and its tokens taken in
  * one store call; a denied one is ended there with HTTP 429, `Retry-After`
  * and §3's error. At `SupergraphResponse` the charge sealed in the Router's
  * context is reported and its unused part given back. Every other stage,
- * and any payload the limiter cannot use, is answered unchanged.
+ * and any payload the limiter cannot use, is answered with its own text.
  *
  *     http.createServer(routerCoprocessor({ store, buckets, identify })).listen(8081);
  *
@@ -50,35 +54,35 @@ export function routerCoprocessor(options: RouterCoprocessorOptions): RequestLis
     },
   };
 
-  async function answer(payload: Payload, text: string): Promise<Answer> {
+  async function answer(payload: Payload): Promise<Answer> {
     try {
       if (payload.version !== PROTOCOL_VERSION) {
         if (payload.stage === SUPERGRAPH_REQUEST) {
           state.once(`version-${String(payload.version)}`, `a SupergraphRequest payload of protocol version ${JSON.stringify(payload.version) ?? 'undefined'} passes unpriced: this coprocessor speaks version ${PROTOCOL_VERSION}`, 'error');
         }
-        return unchanged(payload);
+        return UNCHANGED;
       }
       switch (payload.stage) {
         case SUPERGRAPH_REQUEST:
           return await supergraphRequest(state, payload);
         case SUPERGRAPH_RESPONSE:
-          return await supergraphResponse(state, payload, text);
+          return await supergraphResponse(state, payload);
         default:
-          return unchanged(payload);
+          return UNCHANGED;
       }
     } catch (error) {
       // A fault of the limiter itself: an operation is never let through unpriced for it, a response keeps its estimate.
       logger.error(`graphql-token-bucket: could not handle a ${String(payload.stage)} payload: ${describeError(error)}`);
-      return payload.stage === SUPERGRAPH_REQUEST ? breakWith(payload, 500, errorsBody(internalError())) : unchanged(payload);
+      return payload.stage === SUPERGRAPH_REQUEST ? breakWith(500, errorsBody(internalError())) : UNCHANGED;
     }
   }
 
   return (request, response) => {
-    void serve(request, response, maxPayloadBytes, answer);
+    void serve(request, response, maxPayloadBytes, answer, logger);
   };
 }
 
-async function serve(request: IncomingMessage, response: ServerResponse, maxPayloadBytes: number, answer: (payload: Payload, text: string) => Promise<Answer>): Promise<void> {
+async function serve(request: IncomingMessage, response: ServerResponse, maxPayloadBytes: number, answer: (payload: Payload) => Promise<Answer>, logger: Logger): Promise<void> {
   // A client that goes away mid-request is no error of the coprocessor's.
   request.on('error', () => undefined);
   response.on('error', () => undefined);
@@ -104,24 +108,22 @@ async function serve(request: IncomingMessage, response: ServerResponse, maxPayl
     send(response, 400, { error: 'the body is not a coprocessor payload (a JSON object)' });
     return;
   }
-  const answered = await answer(payload, text);
-  sendJson(response, 200, answerJson(answered));
+  sendJson(response, 200, answerText(text, payload, await answer(payload), logger));
 }
 
 /**
- * The answer as JSON, a raw body spliced in as it is. One that cannot be
- * written is answered with its control fields alone: what an answer leaves
- * out, the Router keeps as it was.
+ * The answer: the payload's text with the answer's edits spliced in, every
+ * other byte as the Router sent it (`raw-json.ts`). Should the text defeat
+ * the splicing, the control fields and the members the answer sets whole,
+ * as a new object: what an answer leaves out, the Router keeps as it was.
  */
-function answerJson(answer: Answer): string {
-  const { body, ...rest } = answer;
+function answerText(text: string, payload: Payload, answer: Answer, logger: Logger): string {
   try {
-    if (!(body instanceof RawJson)) return JSON.stringify(answer);
-    const head = JSON.stringify(rest);
-    return `${head.slice(0, -1)}${head === '{}' ? '' : ','}"body":${body.text}}`;
-  } catch {
-    const control = answer['control'] === undefined ? {} : { control: answer['control'] };
-    return JSON.stringify({ version: answer['version'], stage: answer['stage'], id: answer['id'], ...control });
+    return withEdits(text, documentSpan(text), answer);
+  } catch (error) {
+    logger.error(`graphql-token-bucket: could not splice the answer into a ${String(payload.stage)} payload: ${describeError(error)}`);
+    const whole = Object.fromEntries(answer.flatMap((edit) => (edit.path.length === 1 ? [[edit.path[0], JSON.parse(edit.json) as unknown]] : [])));
+    return JSON.stringify({ version: payload.version, stage: payload.stage, id: payload.id, control: payload.control, ...whole });
   }
 }
 

@@ -240,12 +240,9 @@ export function without(payload: Record<string, unknown>, ...keys: string[]): Re
 }
 
 /**
- * The answer that changes nothing: the control fields alone (the Router
- * keeps what an answer leaves out).
+ * The answer that changes nothing: the payload itself (at a request stage
+ * with `control` set, as the Router requires one there).
  */
 export function unchangedAnswer(payload: Record<string, unknown>, control?: unknown): Record<string, unknown> {
-  const answer: Record<string, unknown> = { version: payload['version'], stage: payload['stage'], id: payload['id'] };
-  const kept = control ?? payload['control'];
-  if (kept !== undefined) answer['control'] = kept;
-  return answer;
+  return control === undefined ? { ...payload } : { ...payload, control };
 }
