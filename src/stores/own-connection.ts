@@ -31,8 +31,20 @@ const DEFAULT_REPLIES: Partial<RedisOptions> = {
   stringNumbers: false,
 };
 
+/**
+ * What it changes so that Redis runs the store's calls in the order it makes
+ * them: a client's `enableAutoPipelining` holds a command for a later turn,
+ * and on a Cluster the calls the store sends on a master's own connection
+ * (calls shared per master) are not held: a reset held so ran after the
+ * acquires made after it, and took back what they took. (The store shares
+ * calls itself.)
+ */
+const IN_ORDER: Partial<RedisOptions> = {
+  enableAutoPipelining: false,
+};
+
 /** Every option the store's own connection sets, over the client's. */
-const OWN_OPTIONS: Partial<RedisOptions> = { ...NEVER_RESEND, ...DEFAULT_REPLIES };
+const OWN_OPTIONS: Partial<RedisOptions> = { ...NEVER_RESEND, ...DEFAULT_REPLIES, ...IN_ORDER };
 
 /**
  * A connection of the store's own, with the client's options (address,
@@ -243,6 +255,7 @@ function open(client: Redis | Cluster): Redis | Cluster {
   if (isCluster(client)) {
     const options = {
       retryDelayOnFailover: 0,
+      ...IN_ORDER,
       // ioredis's Cluster is ready before its node connections are open (each opens on its first
       // command), and with its offline queue off it fails a command bound for a node whose connection
       // is still opening. Node connections keep an offline queue of their own (ioredis turns it on),
