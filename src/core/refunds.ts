@@ -62,19 +62,32 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
     return actual !== undefined && actual >= 0 ? Math.min(Math.ceil(actual), cost) : cost;
   });
   actualCosts.forEach((actual, i) => limiter.metrics.actualCost(charges[i]!.bucket.name, actual));
+  // Never more back than was taken: a measured bucket of an operation one of
+  // them would have denied took nothing.
+  const tokens = charges.map(({ cost }, i) => Math.min(cost - actualCosts[i]!, decision.taken[i] ?? 0));
+  const remaining = await giveBack(limiter, input.logger, decision, tokens, 'graphql-token-bucket: refund failed, the operation keeps its estimated cost');
+  return { actualCosts, remaining: remaining ?? decision.remaining };
+}
+
+/**
+ * Gives `tokens[i]` back to the bucket of each of `decision.charges[i]`, in
+ * one store call: what each bucket holds after (the store's word, else what
+ * it held after the acquire plus what came back), or undefined when the call
+ * failed, which is logged after `failed`.
+ */
+async function giveBack<TContext>(limiter: Limiter<TContext>, logger: Logger, decision: Admitted, tokens: readonly number[], failed: string): Promise<number[] | undefined> {
+  const { charges } = decision;
   const refunds: AcquireRequest[] = [];
   const indexes: number[] = [];
-  charges.forEach(({ bucket, key, cost }, i) => {
-    // Never more back than was taken: a measured bucket of an operation one of
-    // them would have denied took nothing.
-    const tokens = Math.min(cost - actualCosts[i]!, decision.taken[i] ?? 0);
-    if (tokens > 0) {
-      refunds.push({ bucket, key, cost: tokens });
+  charges.forEach(({ bucket, key }, i) => {
+    const cost = tokens[i] ?? 0;
+    if (cost > 0) {
+      refunds.push({ bucket, key, cost });
       indexes.push(i);
     }
   });
-  if (refunds.length === 0) return { actualCosts, remaining: decision.remaining };
-
+  const remaining = [...decision.remaining];
+  if (refunds.length === 0) return remaining;
   const { store, storeTimeoutMs } = limiter.settings;
   let after: number[] | undefined;
   try {
@@ -83,18 +96,15 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
       storeTimeoutMs,
     );
   } catch (error) {
-    input.logger.warn(`graphql-token-bucket: refund failed, the operation keeps its estimated cost: ${describeError(error)}`);
-    return { actualCosts, remaining: decision.remaining };
+    logger.warn(`${failed}: ${describeError(error)}`);
+    return undefined;
   }
   // A denial this replica remembers for these pairs may no longer hold.
   refunds.forEach(({ bucket, key }, r) => limiter.tokensReturned(bucket, key, after?.[r]));
-  const remaining = [...decision.remaining];
   indexes.forEach((i, r) => {
-    // The store says what the bucket holds now; a store that does not, what it
-    // held after the acquire plus what came back.
     remaining[i] = after?.[r] ?? Math.min(charges[i]!.bucket.capacity, (remaining[i] ?? 0) + refunds[r]!.cost);
   });
-  return { actualCosts, remaining };
+  return remaining;
 }
 
 /**
@@ -107,38 +117,14 @@ export async function refundUnused<TContext>(limiter: Limiter<TContext>, input: 
  */
 export async function returnUnexecuted<TContext>(limiter: Limiter<TContext>, logger: Logger, decision: Admitted): Promise<Refunded> {
   const { charges } = decision;
-  const refunds: AcquireRequest[] = [];
-  charges.forEach(({ bucket, key }, i) => {
-    const taken = decision.taken[i] ?? 0;
-    if (taken > 0) refunds.push({ bucket, key, cost: taken });
-  });
-  const returned = { actualCosts: charges.map(() => 0), remaining: decision.remaining };
-  if (refunds.length === 0) return returned;
-  const { store, storeTimeoutMs } = limiter.settings;
+  const kept = { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
+  const { store } = limiter.settings;
   if (typeof store.refundAll !== 'function' && typeof store.refund !== 'function') {
     logger.warn('graphql-token-bucket: an operation was refused after it was charged, and the store cannot give tokens back (it has no refundAll or refund): it keeps its cost');
-    return { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
+    return kept;
   }
-  let after: number[] | undefined;
-  try {
-    after = await withTimeout(
-      Promise.resolve().then(() => refundAll(store, refunds)),
-      storeTimeoutMs,
-    );
-  } catch (error) {
-    logger.warn(`graphql-token-bucket: returning the tokens of an operation refused after it was charged failed, it keeps its cost: ${describeError(error)}`);
-    return { actualCosts: charges.map((c) => c.cost), remaining: decision.remaining };
-  }
-  refunds.forEach(({ bucket, key }, r) => limiter.tokensReturned(bucket, key, after?.[r]));
-  let r = 0;
-  const remaining = charges.map(({ bucket }, i) => {
-    const taken = decision.taken[i] ?? 0;
-    if (taken === 0) return decision.remaining[i] ?? 0;
-    const left = after?.[r] ?? Math.min(bucket.capacity, (decision.remaining[i] ?? 0) + taken);
-    r += 1;
-    return left;
-  });
-  return { ...returned, remaining };
+  const remaining = await giveBack(limiter, logger, decision, decision.taken, 'graphql-token-bucket: returning the tokens of an operation refused after it was charged failed, it keeps its cost');
+  return remaining === undefined ? kept : { actualCosts: charges.map(() => 0), remaining };
 }
 
 /** Whether a response carries data: one that does not was refused, or failed before anything ran. */
