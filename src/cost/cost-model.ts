@@ -145,9 +145,10 @@ export class CostModel {
     const info = this.documentInfo(document);
     const { coerced, raw } = this.coerce(operation, variables);
     const work = new Work();
+    const levels = this.levelsFor(info, coerced);
     const estimate = new Estimate({
       costs: this.costs,
-      levels: this.levelsFor(info, coerced),
+      levels,
       sizes: new ListSizes(this.defaultListSize, coerced, raw ?? NO_VARIABLES),
       arguments: new ArgumentPricer(raw, operation.variableDefinitions),
       fragments: info.fragments,
@@ -156,7 +157,12 @@ export class CostModel {
       frames: this.frames,
       fetches: this.fetchCounts(document, operation, info.fragments, coerced),
     });
-    const measure = estimate.price(operation.selectionSet, root);
+    let measure;
+    try {
+      measure = estimate.price(operation.selectionSet, root);
+    } finally {
+      this.release(info, levels);
+    }
     const charges = measure.v.slice(1);
     const touched = estimate.touched;
     this.addBase(operation, root, charges, touched);
@@ -195,16 +201,22 @@ export class CostModel {
 
     const info = this.documentInfo(document);
     const { coerced, raw } = this.coerce(operation, variables);
+    const levels = this.levelsFor(info, coerced);
     const walk = new ResponseWalk({
       costs: this.costs,
-      levels: this.levelsFor(info, coerced),
+      levels,
       arguments: new ArgumentPricer(raw, operation.variableDefinitions),
       fragments: info.fragments,
       variables: coerced,
       work: new Work(),
       fetches: this.fetchCounts(document, operation, info.fragments, coerced),
     });
-    const charges = walk.price(operation.selectionSet, root, data).slice(1);
+    let charges;
+    try {
+      charges = walk.price(operation.selectionSet, root, data).slice(1);
+    } finally {
+      this.release(info, levels);
+    }
     this.addBase(operation, root, charges, null);
     this.costs.bucketNames.forEach((name, b) => {
       const most = cap.get(name);
@@ -276,6 +288,12 @@ export class CostModel {
       if (info.levels.size < MAX_READINGS) info.levels.set(key, levels);
     }
     return levels;
+  }
+
+  /** Levels that grew past what a document may keep (a selection set collected again per type) are not kept with it. */
+  private release(info: DocumentInfo, levels: Levels): void {
+    if (levels.keepable) return;
+    for (const [key, kept] of info.levels) if (kept === levels) info.levels.delete(key);
   }
 
   private documentInfo(document: DocumentNode): DocumentInfo {

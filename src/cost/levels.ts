@@ -108,6 +108,9 @@ export interface FlatEntry {
   readonly at: number;
 }
 
+/** Units of work a level past the document's own selection sets spends: what it keeps is worth that many map reads. */
+export const KEPT_LEVEL_UNITS = 160;
+
 /** Levels read outside a pricing (none are): no budget. */
 const UNLIMITED = new Work(Number.POSITIVE_INFINITY);
 
@@ -149,6 +152,11 @@ export class Levels {
     this.own = new OwnKeys(this, shapes);
   }
 
+  /** Whether they are few enough to keep with the document: at most twice its selection sets (and 64), so that what a document keeps between pricings is linear in it. */
+  get keepable(): boolean {
+    return this.count <= 2 * this.contentIds.size + 64;
+  }
+
   /** The level of these selection sets on `type`; sets of equal content (`a: f { x } a: f { x }`) count once, as they collect alike. */
   levelOf(selectionSets: readonly SelectionSetNode[], type: CompositeCost): Level {
     let key = `${type.index}:`;
@@ -165,6 +173,10 @@ export class Levels {
     }
     let level = this.levels.get(key);
     if (level === undefined) {
+      // One level per selection set of the document is linear in it; those past it (a selection set met again on
+      // another type: a field whose type an implementation narrows) are what grows with the schema's types, and
+      // each keeps about a kilobyte: the budget bounds them in memory as well as in time.
+      if (this.count >= this.contentIds.size) this.work.spend(KEPT_LEVEL_UNITS);
       const content = kept.length === 1 ? this.contentIds.get(kept[0]!) : undefined;
       level = new Level(this.count++, type, kept, content === undefined || this.repeated[content] === 1, this);
       this.levels.set(key, level);

@@ -24,10 +24,9 @@ export class KeyEntry {
   readonly selectionSets: readonly SelectionSetNode[] | null;
   /** Occurrences already priced in the level's group for every type, taken out again here: null for none. */
   readonly without: KeyEntry | null;
-  /** The level of its sub-selections on the last target asked for; others, in `levels`. */
+  /** The level of its sub-selections on the last target asked for (`Levels` keeps the others, once per content and type). */
   private target: CompositeCost | null = null;
   private level: Level | null = null;
-  private levels: Map<CompositeCost, Level> | null = null;
 
   constructor(occurrences: readonly Occurrence[], exact: boolean, without: KeyEntry | null) {
     const first = occurrences[0]!;
@@ -44,11 +43,7 @@ export class KeyEntry {
   /** The level of its merged sub-selections on the field's type (kept: types may return different types for one field). */
   levelOn(target: CompositeCost, levels: Levels): Level {
     if (target === this.target) return this.level!;
-    let level = this.levels?.get(target);
-    if (level === undefined) {
-      level = levels.levelOf(this.selectionSets ?? [], target);
-      if (this.target !== null) (this.levels ??= new Map()).set(target, level);
-    }
+    const level = levels.levelOf(this.selectionSets ?? [], target);
     this.target = target;
     this.level = level;
     return level;

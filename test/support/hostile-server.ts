@@ -1,14 +1,16 @@
 // A child process for test/cost-hostile-memory.test.ts: Apollo Server with
-// the limiter over HOSTILE_SCHEMA, run with a small heap. It prints the URL
-// it listens on (a port the system chose) once it is ready.
+// the limiter over HOSTILE_SCHEMA (or, given the argument `narrowed`,
+// NARROWED_SCHEMA), run with a small heap. It prints the URL it listens on
+// (a port the system chose) once it is ready.
 import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { MemoryStore, Rate, TokenBucket, tokenBucketPlugin } from '../../src/index.js';
 import { HOSTILE_SCHEMA } from './hostile-documents.js';
+import { NARROWED_SCHEMA, narrowedResolvers } from './narrowed-documents.js';
 
 const object = (id: string) => ({ id, f: 1 });
-const schema = makeExecutableSchema({
+const hostile = makeExecutableSchema({
   typeDefs: HOSTILE_SCHEMA,
   resolvers: {
     Query: {
@@ -22,6 +24,7 @@ const schema = makeExecutableSchema({
   },
 });
 
+const schema = process.argv[2] === 'narrowed' ? makeExecutableSchema({ typeDefs: NARROWED_SCHEMA, resolvers: narrowedResolvers }) : hostile;
 const server = new ApolloServer({
   schema,
   plugins: [
