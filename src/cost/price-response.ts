@@ -4,7 +4,7 @@ import type { FieldPriceInput } from './field-prices.js';
 import type { Flat, Guard, Level, Part } from './levels.js';
 import type { CompositeCost, FieldCost } from './schema-costs.js';
 import { sat } from './selections.js';
-import { classesOf, within } from './type-tables.js';
+import { classesOf, typeNamed, within } from './type-tables.js';
 
 /*
  * The actual cost: the estimate's formula over the response, each list's
@@ -191,8 +191,9 @@ export class ResponseWalk {
     for (const key of this.typenameKeys(level)) {
       const name = value[key];
       if (typeof name !== 'string') continue;
-      const named = type.possibleTypes.find((possible) => possible.name === name);
-      if (named !== undefined) return named;
+      // By name, in the schema's table: a scan of the possible types per object grew with the types, not the response.
+      const named = typeNamed(this.input.costs, name);
+      if (named !== undefined && named.possibleTypes === null && within(named, type)) return named;
     }
     let types: Guard = null;
     for (const key in value) {
