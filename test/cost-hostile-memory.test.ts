@@ -3,50 +3,33 @@
 // pricing take a gigabyte) with a 512 MB heap answers them all and keeps
 // serving. Apollo Server with the limiter runs in a child process of its
 // own with --max-old-space-size=512.
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ResponseBody } from './support/graphql.js';
-import { waitFor } from './support/graphql.js';
 import { postJson } from './support/adapters.js';
 import { HOSTILE_SHAPES } from './support/hostile-documents.js';
+import { startHostileChild } from './support/hostile-child.js';
+import type { HostileChild } from './support/hostile-child.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-let child: ChildProcess;
-let output = '';
-let url = '';
+let child: HostileChild;
 
 beforeAll(async () => {
-  child = spawn(process.execPath, ['--max-old-space-size=512', '--import', 'tsx', 'test/support/hostile-server.ts'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  await waitFor(`the server to listen (output: ${output})`, 120_000, () => {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}: ${output}`);
-    return /listening at (\S+)/.test(output);
-  });
-  url = /listening at (\S+)/.exec(output)![1]!;
+  child = await startHostileChild();
 }, 150_000);
 
-afterAll(() => {
-  if (child.exitCode === null) child.kill();
-});
+afterAll(() => child.stop());
 
 it('answers five concurrent distinct hostile documents with a 512 MB heap, and keeps serving', async () => {
   // One of each shape, and a second of the first with another salt: five distinct documents.
   const documents = [...HOSTILE_SHAPES.map((shape, i) => shape(i)), HOSTILE_SHAPES[0]!(99)];
   for (const document of documents) expect(document.source.length).toBeGreaterThan(200_000);
-  const answers = await Promise.all(documents.map((document) => postJson<ResponseBody>(url, { query: document.source })));
+  const answers = await Promise.all(documents.map((document) => postJson<ResponseBody>(child.url, { query: document.source })));
   answers.forEach(({ status, body }, i) => {
     expect(status, `${documents[i]!.name}: ${JSON.stringify(body).slice(0, 300)}`).toBe(200);
     expect(body.errors, documents[i]!.name).toBeUndefined();
     expect(body.extensions?.['rateLimit'], documents[i]!.name).toBeDefined();
   });
   // The same process answers the next request.
-  const after = await postJson<ResponseBody>(url, { query: '{ node(id: "after") { id } }' });
+  const after = await postJson<ResponseBody>(child.url, { query: '{ node(id: "after") { id } }' });
   expect(after.body.data).toEqual({ node: { id: 'after' } });
-  expect(child.exitCode, output).toBeNull();
+  expect(child.process.exitCode, child.output()).toBeNull();
 }, 300_000);

@@ -4,14 +4,13 @@
 // type, which grows with the schema and not the document. Each such level
 // spends the pricing budget in proportion to what it keeps, and a document
 // keeps no more levels between pricings than it has selection sets.
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore, Rate, TokenBucket } from '../src/index.js';
 import { postJson } from './support/adapters.js';
-import { RecordingStore, errorCodes, waitFor } from './support/graphql.js';
+import { RecordingStore, errorCodes } from './support/graphql.js';
 import type { ResponseBody } from './support/graphql.js';
+import { startHostileChild } from './support/hostile-child.js';
+import type { HostileChild } from './support/hostile-child.js';
 import { TRANSPORTS, serveLimited } from './support/limited-servers.js';
 import type { LimitedServer } from './support/limited-servers.js';
 import { NARROWED_SCHEMA, narrowedChildren, narrowedResolvers } from './support/narrowed-documents.js';
@@ -45,43 +44,26 @@ describe.each(TRANSPORTS)('a fragment on an interface selecting a narrowed field
 });
 
 describe('Apollo Server with a 512 MB heap', () => {
-  const ROOT = fileURLToPath(new URL('..', import.meta.url));
-  let child: ChildProcess;
-  let output = '';
-  let url = '';
-
+  let child: HostileChild;
   beforeAll(async () => {
-    child = spawn(process.execPath, ['--max-old-space-size=512', '--import', 'tsx', 'test/support/hostile-server.ts', 'narrowed'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-    await waitFor(`the server to listen (output: ${output})`, 120_000, () => {
-      if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}: ${output}`);
-      return /listening at (\S+)/.test(output);
-    });
-    url = /listening at (\S+)/.exec(output)![1]!;
+    child = await startHostileChild('narrowed');
   }, 150_000);
-
-  afterAll(() => {
-    if (child.exitCode === null) child.kill();
-  });
+  afterAll(() => child.stop());
 
   it('refuses five concurrent such documents, prices twelve smaller distinct ones in turn, and keeps serving', async () => {
-    const refused = await Promise.all([1, 2, 3, 4, 5].map((salt) => postJson<ResponseBody>(url, { query: narrowedChildren(300, salt) })));
+    const refused = await Promise.all([1, 2, 3, 4, 5].map((salt) => postJson<ResponseBody>(child.url, { query: narrowedChildren(300, salt) })));
     for (const { status, body } of refused) {
       expect(status, JSON.stringify(body).slice(0, 300)).toBe(400);
       expect(errorCodes(body)).toEqual(['COST_ANALYSIS_ABORTED']);
     }
     // Each collects 25,000 levels and is priced; none is kept with its document (Apollo Server keeps the documents).
     for (let salt = 10; salt < 22; salt++) {
-      const { status, body } = await postJson<ResponseBody>(url, { query: narrowedChildren(25, salt) });
+      const { status, body } = await postJson<ResponseBody>(child.url, { query: narrowedChildren(25, salt) });
       expect(status, `document ${salt}: ${JSON.stringify(body).slice(0, 300)}`).toBe(200);
       expect((body.extensions?.['rateLimit'] as Record<string, { cost: number }>)['api']?.cost).toBe(130_000);
     }
-    const after = await postJson<ResponseBody>(url, { query: '{ nodes(first: 1) { id } }' });
+    const after = await postJson<ResponseBody>(child.url, { query: '{ nodes(first: 1) { id } }' });
     expect(after.body.data).toEqual({ nodes: [{ id: '0' }] });
-    expect(child.exitCode, output).toBeNull();
+    expect(child.process.exitCode, child.output()).toBeNull();
   }, 300_000);
 });
