@@ -3,7 +3,8 @@
 // `Node`, `child: T7` on `T7`) has its sub-selections collected again per
 // type, which grows with the schema and not the document. Each such level
 // spends the pricing budget in proportion to what it keeps, and a document
-// keeps no more levels between pricings than it has selection sets.
+// keeps no more levels between pricings than it has selection sets. Aliases
+// of one field that run alike are priced once and counted, on each type.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore, Rate, TokenBucket } from '../src/index.js';
 import { postJson } from './support/adapters.js';
@@ -13,7 +14,7 @@ import { startHostileChild } from './support/hostile-child.js';
 import type { HostileChild } from './support/hostile-child.js';
 import { TRANSPORTS, serveLimited } from './support/limited-servers.js';
 import type { LimitedServer } from './support/limited-servers.js';
-import { NARROWED_SCHEMA, narrowedChildren, narrowedResolvers } from './support/narrowed-documents.js';
+import { NARROWED_SCHEMA, narrowedAliases, narrowedChildren, narrowedResolvers } from './support/narrowed-documents.js';
 
 describe.each(TRANSPORTS)('a fragment on an interface selecting a narrowed field, on %s', (transport) => {
   let server: LimitedServer;
@@ -21,7 +22,7 @@ describe.each(TRANSPORTS)('a fragment on an interface selecting a narrowed field
   beforeAll(async () => {
     server = await serveLimited(transport, NARROWED_SCHEMA, narrowedResolvers, {
       store,
-      buckets: [new TokenBucket('api', 10_000_000, Rate.perSecond(1))],
+      buckets: [new TokenBucket('api', 1_000_000_000, Rate.perSecond(1))],
       reportCost: true,
     });
   });
@@ -31,6 +32,14 @@ describe.each(TRANSPORTS)('a fragment on an interface selecting a narrowed field
     const { status, body } = await server.post({ query: narrowedChildren(3) }, `${transport}-few`);
     expect(status, JSON.stringify(body).slice(0, 300)).toBe(200);
     expect((body.extensions?.['rateLimit'] as Record<string, { cost: number }>)['api']?.cost).toBe(20_000);
+  });
+
+  it('prices 20,000 aliases of one field once per type each weighs differently: 1 × (T999 1,000 + 20,000 × 1,000)', async () => {
+    const query = narrowedAliases(20_000);
+    expect(query.length).toBeGreaterThan(200_000);
+    const { status, body } = await server.post({ query }, `${transport}-aliases`);
+    expect(status, JSON.stringify(body).slice(0, 300)).toBe(200);
+    expect((body.extensions?.['rateLimit'] as Record<string, { cost: number }>)['api']?.cost).toBe(20_001_000);
   });
 
   it('refuses a 9 KB document whose 300 keys would be collected on 1,000 types: 400 COST_ANALYSIS_ABORTED, no store call', async () => {

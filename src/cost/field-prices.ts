@@ -178,7 +178,7 @@ export function addVector(into: Acc, vector: Float64Array, terms: SizeTerms, k: 
   const v = into.v;
   for (let i = 0; i < v.length; i++) {
     const value = vector[i] ?? 0;
-    if (value !== 0) v[i] = k === 1 ? sat((v[i] ?? 0) + value) : (v[i] ?? 0) + k * value;
+    if (value !== 0) v[i] = k > 0 ? sat((v[i] ?? 0) + k * value) : (v[i] ?? 0) + k * value;
   }
   if (terms !== null) into.t = addTerms(into.t, terms, k);
 }

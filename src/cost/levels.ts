@@ -1,4 +1,4 @@
-import { Kind } from 'graphql';
+import { Kind, print } from 'graphql';
 import type { FieldNode, FragmentDefinitionNode, SelectionNode, SelectionSetNode } from 'graphql';
 import { Work } from './budget.js';
 import type { CompositeCost, SchemaCosts } from './schema-costs.js';
@@ -456,6 +456,17 @@ export class Levels {
 
   private composite(name: string): CompositeCost | undefined {
     return typeNamed(this.costs, name);
+  }
+
+  /**
+   * What a lone field selection runs, as a string equal for selections that
+   * run alike whatever their response key: its name, arguments and
+   * sub-selections' content; null for one with directives (they may say more).
+   */
+  sameRun(node: FieldNode): string | null {
+    if (node.directives !== undefined && node.directives.length > 0) return null;
+    const args = node.arguments === undefined || node.arguments.length === 0 ? '' : node.arguments.map((argument) => print(argument)).join(',');
+    return `${node.name.value}(${args})${node.selectionSet === undefined ? '' : this.contentId(node.selectionSet)}`;
   }
 
   private contentId(selectionSet: SelectionSetNode): number {

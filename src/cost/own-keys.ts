@@ -24,6 +24,8 @@ export class KeyEntry {
   readonly selectionSets: readonly SelectionSetNode[] | null;
   /** Occurrences already priced in the level's group for every type, taken out again here: null for none. */
   readonly without: KeyEntry | null;
+  /** How many response keys of its group it stands for: aliases of one field with the same arguments and sub-selections run alike, so they are priced once and counted. */
+  count = 1;
   /** The level of its sub-selections on the last target asked for (`Levels` keeps the others, once per content and type). */
   private target: CompositeCost | null = null;
   private level: Level | null = null;
@@ -180,7 +182,18 @@ export class OwnKeys {
     if (level.parts.length === 0 && simple(level)) {
       // The common level: every key on every type, nothing hoisted.
       const keys: KeyEntry[] = [];
-      for (const occurrences of level.fields.values()) keys.push(new KeyEntry(occurrences, true, null));
+      const alike = new Map<string, KeyEntry>();
+      for (const occurrences of level.fields.values()) {
+        const same = occurrences.length === 1 ? this.levels.sameRun(occurrences[0]!.node) : null;
+        const known = same === null ? undefined : alike.get(same);
+        if (known !== undefined) {
+          known.count++;
+          continue;
+        }
+        const entry = new KeyEntry(occurrences, true, null);
+        if (same !== null) alike.set(same, entry);
+        keys.push(entry);
+      }
       return new OwnPlan(NO_TYPES, keys.length === 0 ? NONE : [new OwnGroup(0, keys)], null);
     }
     let ids = 0;

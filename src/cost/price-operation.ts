@@ -323,7 +323,7 @@ export class Estimate {
           frame.without = false;
           frame.k++;
         }
-        if (this.key(frame, KEY, priced, type, context, into, sign)) return;
+        if (this.key(frame, KEY, priced, type, context, into, sign * priced.count)) return;
       }
       if (frame.groupSignature !== '') {
         if (this.cut >= this.top) this.remember(group, `${frame.groupSignature}|${this.contextId(context)}`, copy(frame.group!));
