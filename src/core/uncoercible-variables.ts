@@ -1,5 +1,6 @@
 import { GraphQLError, getVariableValues } from 'graphql';
 import type { GraphQLErrorExtensions, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { outOfStack } from '../cost/cost-model.js';
 import { BAD_USER_INPUT } from './unrepresentable-variables.js';
 
 /**
@@ -30,9 +31,4 @@ export function uncoercibleVariables(schema: GraphQLSchema, operation: Operation
     originalError: first.originalError ?? null,
     extensions: { ...first.extensions, code: first.extensions['code'] ?? BAD_USER_INPUT } as GraphQLErrorExtensions,
   });
-}
-
-/** graphql-js passes a stack overflow on as it is, or wraps it when a scalar's `parseValue` hit it. */
-function outOfStack(error: unknown): boolean {
-  return error instanceof RangeError || (error instanceof GraphQLError && error.originalError instanceof RangeError);
 }

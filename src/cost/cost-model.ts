@@ -318,7 +318,7 @@ function rootNames(schema: GraphQLSchema): Set<string> {
 }
 
 /** graphql-js passes a stack overflow on as it is, or wraps it when a scalar's `parseValue` hit it. */
-function outOfStack(error: unknown): boolean {
+export function outOfStack(error: unknown): boolean {
   return error instanceof RangeError || (error instanceof GraphQLError && error.originalError instanceof RangeError);
 }
 
