@@ -1,10 +1,12 @@
-import { buildSchema, getOperationAST, parse, validate } from 'graphql';
+import { buildSchema } from 'graphql';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CostModel } from '../src/index.js';
 import { HOSTILE_SCHEMA, HOSTILE_SHAPES } from '../test/support/hostile-documents.js';
 import type { TargetCheck } from './benchmark.js';
 import { formatTable } from './benchmark.js';
+import { median, timePricing } from './pricing-runs.js';
+import type { PricingRun } from './pricing-runs.js';
 
 /*
  * The documents built to make pricing cost more than the work it prices
@@ -37,47 +39,20 @@ function collector(): () => void {
 }
 
 export function runHostileBench({ runs = 5 } = {}): HostileFigures[] {
-  const gc = collector();
+  const collect = collector();
   const schema = buildSchema(HOSTILE_SCHEMA);
   return HOSTILE_SHAPES.map((shape, s) => {
-    const validateMs: number[] = [];
-    const priceMs: number[] = [];
-    const heapMb: number[] = [];
-    let api = 0;
+    const { name, description } = shape();
     let kilobytes = 0;
-    for (let run = 0; run <= runs; run++) {
-      // A fresh document and model each run: nothing cached from the run before.
+    const next = (run: number): PricingRun => {
       const { source } = shape(run * 100 + s);
       kilobytes = Math.round(source.length / 1024);
-      const document = parse(source);
-      const operation = getOperationAST(document);
-      if (operation == null) throw new Error('no operation');
-      const model = new CostModel(schema);
-      let started = performance.now();
-      const errors = validate(schema, document);
-      const validated = performance.now() - started;
-      if (errors.length > 0) throw new Error(`${shape().name} is invalid: ${errors[0]?.message ?? ''}`);
-      gc();
-      const before = process.memoryUsage().heapUsed;
-      started = performance.now();
-      api = model.costOf(document, operation).get('api') ?? 0;
-      const priced = performance.now() - started;
-      const grown = (process.memoryUsage().heapUsed - before) / 2 ** 20;
-      // The first run warms both up.
-      if (run > 0) {
-        validateMs.push(validated);
-        priceMs.push(priced);
-        heapMb.push(grown);
-      }
-    }
-    const { name, description } = shape();
-    return { name, description, kilobytes, validateMs, priceMs, ratio: median(priceMs) / median(validateMs), heapMb, api };
+      return { source, model: new CostModel(schema) };
+    };
+    const times = timePricing(name, schema, runs, next, (model, document, operation) => model.costOf(document, operation).get('api') ?? 0, { collect });
+    const { validateMs, priceMs, heapMb, ratio, priced: api } = times;
+    return { name, description, kilobytes, validateMs, priceMs, ratio, heapMb, api };
   });
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 /** The lines and targets `--only cost` prints for the hostile documents. */

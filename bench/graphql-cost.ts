@@ -1,9 +1,10 @@
-import { Kind, buildSchema, getOperationAST, parse, validate, visit } from 'graphql';
+import { Kind, buildSchema, parse, validate, visit } from 'graphql';
 import type { DocumentNode, FragmentDefinitionNode, OperationDefinitionNode, SelectionSetNode } from 'graphql';
 import { CostModel, tokenBucketDirectiveTypeDefs } from '../src/index.js';
 import type { Benchmark, BenchReport, TargetCheck } from './benchmark.js';
 import { hostileReport, runHostileBench } from './cost-hostile.js';
 import { formatTable } from './benchmark.js';
+import { median, timePricing } from './pricing-runs.js';
 
 /*
  * Time of the static cost analysis (`CostModel.costOf`) in this process, on
@@ -277,43 +278,20 @@ export function runAliasesTimesFragmentBench({ count = 2000, fields = 2000, runs
   const schema = buildSchema(CONNECTION_SCHEMA);
   return [false, true].map((ownSizes) => {
     const source = aliasesTimesFragment(count, fields, ownSizes);
-    const validateMs: number[] = [];
-    const priceMs: number[] = [];
-    let costs = new Map<string, number>();
-    for (let run = 0; run <= runs; run++) {
-      // A fresh document and model each run: nothing cached from the run before.
-      const document = parse(source);
-      const operation = getOperationAST(document);
-      if (operation == null) throw new Error('no operation');
-      const model = new CostModel(schema);
-      let started = performance.now();
-      const errors = validate(schema, document);
-      const validated = performance.now() - started;
-      if (errors.length > 0) throw new Error(`aliases × fragment is invalid: ${errors[0]?.message ?? ''}`);
-      started = performance.now();
-      costs = model.costOf(document, operation);
-      const priced = performance.now() - started;
-      // The first run warms both up.
-      if (run > 0) {
-        validateMs.push(validated);
-        priceMs.push(priced);
-      }
-    }
+    const times = timePricing('aliases × fragment', schema, runs, () => ({ source, model: new CostModel(schema) }), (model, document, operation) =>
+      model.costOf(document, operation),
+    );
     return {
       name: ownSizes ? 'aliases × fragment, own sizes' : 'aliases × fragment',
       description: `${count} aliases conn(first: i) × a ${fields}-field fragment of sizedFields edges${ownSizes ? ' (first: j)' : ''}`,
       aliases: count,
       fragmentFields: fields,
-      validateMs,
-      priceMs,
-      ratio: median(priceMs) / median(validateMs),
-      costs: Object.fromEntries(costs),
+      validateMs: times.validateMs,
+      priceMs: times.priceMs,
+      ratio: times.ratio,
+      costs: Object.fromEntries(times.priced),
     };
   });
-}
-
-function median(values: readonly number[]): number {
-  return quantile(values, 0.5);
 }
 
 /*
@@ -484,37 +462,17 @@ const TARGET_NAMED_TYPES = 10;
 export function runPricingBench({ runs = 5, scale = 1 } = {}): PricingCaseFigures[] {
   return pricingCases(scale).map((c) => {
     const schema = buildSchema(c.schema);
-    const validateMs: number[] = [];
-    const priceMs: number[] = [];
-    let costs = new Map<string, number>();
-    for (let run = 0; run <= runs; run++) {
-      // A fresh document and model each run: nothing cached from the run before.
-      const document = parse(c.source);
-      const operation = getOperationAST(document);
-      if (operation == null) throw new Error('no operation');
-      const model = new CostModel(schema, { graphs: c.graphs });
-      let started = performance.now();
-      const errors = validate(schema, document);
-      const validated = performance.now() - started;
-      if (errors.length > 0) throw new Error(`${c.name} is invalid: ${errors[0]?.message ?? ''}`);
-      c.prepare?.(model, document, operation);
-      started = performance.now();
-      costs = c.price(model, document, operation);
-      const priced = performance.now() - started;
-      // The first run warms both up.
-      if (run > 0) {
-        validateMs.push(validated);
-        priceMs.push(priced);
-      }
-    }
+    const times = timePricing(c.name, schema, runs, () => ({ source: c.source, model: new CostModel(schema, { graphs: c.graphs }) }), c.price, {
+      prepare: c.prepare,
+    });
     return {
       name: c.name,
       description: c.description,
-      validateMs,
-      priceMs,
-      ratio: median(priceMs) / median(validateMs),
+      validateMs: times.validateMs,
+      priceMs: times.priceMs,
+      ratio: times.ratio,
       target: c.target,
-      costs: Object.fromEntries(costs),
+      costs: Object.fromEntries(times.priced),
     };
   });
 }
