@@ -228,4 +228,17 @@ describe('payload text the Router does not write', () => {
     expect(first.context.entries).toEqual({ first: { big: 9007199254740992, huge: Infinity, negativeZero: -0 }, [CHARGE]: charge(answered) });
     expect(answered.text).toContain(`"first":${raw(NUMBERS)}`);
   });
+
+  it('a key spelled with escapes is that key: every spelling is set; strings holding braces, quotes and backslashes are skipped whole', async () => {
+    const coprocessor = await start();
+    const odd = ['{', '\\', '}],"control":{"', '}"', '\\"', '\\\\', '\\u0022', '"control":"continue"}', '\ud800', 'é'];
+    const text = edited(raw(requestPayload()), ['"control":"continue"', `"control":"continue","odd":${JSON.stringify(odd)},"\\u0063ontrol":"continue"`]);
+    expect((await coprocessor.send(text)).body['control']).toBe('continue');
+    const denied = await coprocessor.send(text);
+    const sent = JSON.parse(text) as Record<string, unknown>;
+    expect(denied.body).toEqual({ ...sent, control: { break: 429 }, body: denied.body['body'], headers: denied.body['headers'] });
+    expect((denied.body['body'] as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code).toBe('RATE_LIMITED');
+    expect(denied.text.split('ontrol":{"break":429}')).toHaveLength(3);
+    expect(denied.text).toContain(`"odd":${JSON.stringify(odd)}`);
+  });
 });
