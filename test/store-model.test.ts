@@ -242,13 +242,20 @@ async function checkMemoryStore({ definitions, start, steps }: Scenario & { star
   const store = new MemoryStore({ now: () => Number(nowUs) / 1000 });
   const model = new ReferenceBucket();
   const nowMs = () => Number(nowUs) / 1000;
+  // The clocks MemoryStore accepts: a reading plus each bucket's full refill stays below 2^53 µs (it refuses
+  // later ones with a RangeError), and below year 2190 (7e15 µs).
+  const longestRefillUs = definitions.reduce((longest, d) => {
+    const refill = (BigInt(d.capacity) * BigInt(d.periodUs) + BigInt(d.tokens) - 1n) / BigInt(d.tokens);
+    return refill > longest ? refill : longest;
+  }, 0n);
+  const lastUs = BigInt(Number.MAX_SAFE_INTEGER) - longestRefillUs - 1_000n;
+  const clockLimitUs = lastUs < 7_000_000_000_000_000n ? lastUs : 7_000_000_000_000_000n;
   try {
     for (const [i, step] of steps.entries()) {
       const where = `step ${i} (${describeStep(step)}) at ${nowUs} µs`;
       switch (step.kind) {
         case 'advance':
-          // Clocks stay below year 2190 (7e15 µs), far within exact doubles.
-          if (nowUs + BigInt(Math.round(step.ms * 1000)) < 7_000_000_000_000_000n) nowUs += BigInt(Math.round(step.ms * 1000));
+          if (nowUs + BigInt(Math.round(step.ms * 1000)) < clockLimitUs) nowUs += BigInt(Math.round(step.ms * 1000));
           break;
         case 'acquire': {
           const requests = requestsOf(buckets, [step]);
